@@ -1,0 +1,82 @@
+// The runtime: discovers plugin manifests, loads plugins, and holds an immutable snapshot of
+// what they registered. Queries are const and safe from many threads. Copies of a Runtime share
+// one snapshot; plugin libraries stay loaded until the last copy is destroyed.
+#pragma once
+
+#include <backplane/device_info.hpp>
+#include <backplane/export.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+// "error" | "warn" | "info" | "debug"; throws InvalidArgument naming `source` otherwise.
+BACKPLANE_API LogLevel parse_log_level(std::string_view text, std::string_view source);
+BACKPLANE_API const char* to_string(LogLevel level);
+
+using LogSink = std::function<void(LogLevel, const std::string& line)>;
+
+struct BACKPLANE_API RuntimeOptions {
+  // Replaces the whole search path (BACKPLANE_PLUGIN_PATH). Entries are folders of manifests or
+  // manifest files.
+  std::optional<std::vector<std::filesystem::path>> plugin_path;
+  // Searched before the default folder (BACKPLANE_ADD_PLUGIN_PATH); ignored with plugin_path.
+  std::vector<std::filesystem::path> add_plugin_path;
+  // Load only these plugins, by name (BACKPLANE_PLUGINS).
+  std::optional<std::vector<std::string>> only_plugins;
+  // Load all but these (BACKPLANE_DISABLE_PLUGINS).
+  std::vector<std::string> disabled_plugins;
+  LogLevel log_level = LogLevel::kWarn;  // BACKPLANE_LOG
+  LogSink log_sink;                      // empty: "backplane: <level>: ..." lines on stderr
+
+  // Options from the BACKPLANE_* variables, read with secure_getenv (so ignored in privileged
+  // processes). Throws InvalidArgument for a malformed value, naming the variable.
+  static RuntimeOptions from_environment();
+};
+
+// <folder of libbackplane>/backplane/plugins: where installed and in-tree plugins live.
+BACKPLANE_API std::filesystem::path default_plugin_directory();
+
+class BACKPLANE_API Runtime {
+ public:
+  // Never fails because of a plugin: a plugin that fails is recorded with its reason.
+  static Runtime open(const RuntimeOptions& options = RuntimeOptions::from_environment());
+
+  // Folders and files searched, in order.
+  const std::vector<std::filesystem::path>& search_path() const;
+  // Every manifest found, in search order, with what became of it.
+  const std::vector<PluginInfo>& plugins() const;
+  // Every device type registered by a loaded plugin, available or not.
+  const std::vector<BackendInfo>& backends() const;
+  // Devices of every available backend, grouped by backend in load order, then by index.
+  const std::vector<DeviceInfo>& devices() const;
+  std::vector<DeviceInfo> devices(std::string_view type) const;
+
+  // The builtin names plus every type a loaded plugin registered.
+  std::vector<std::string> device_types() const;
+  // parse_device against device_types().
+  Device parse_device(std::string_view text) const;
+  // The device a string names; an index-less string means index 0. Throws NotFound naming the
+  // devices that exist, or Unavailable with the backend's reason.
+  const DeviceInfo& device(const Device& device) const;
+  const BackendInfo* backend(std::string_view type) const;
+
+  // Free and total memory now, asked from the plugin (ABI 1.1); nullopt when the plugin cannot
+  // tell. Throws NotFound for an unknown device.
+  std::optional<MemoryInfo> memory_info(const Device& device) const;
+
+ private:
+  struct Impl;
+  explicit Runtime(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace backplane

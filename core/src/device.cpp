@@ -1,0 +1,97 @@
+// Device-string parsing with c10's grammar and messages (spec/device-rules.md §1).
+#include <backplane/device.hpp>
+#include <backplane/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+namespace backplane {
+
+Device::Device(std::string type, std::optional<int> index)
+    : type_(std::move(type)), index_(index) {}
+
+std::string Device::str() const {
+  return index_ ? type_ + ":" + std::to_string(*index_) : type_;
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
+
+const std::vector<std::string>& builtin_device_types() {
+  static const std::vector<std::string> types = {"cpu", "cuda", "xpu",    "mps", "hpu", "npu",
+                                                 "mlu", "musa", "neuron", "tpu", "meta"};
+  return types;
+}
+
+std::vector<std::string> reserved_type_owners(std::string_view type) {
+  // The simulated backend stands in for any backend, so it may take every reserved name.
+  // AMD's plugin answers to `cuda` as PyTorch's ROCm builds do.
+  if (type == "cpu") return {"cpu", "sim"};
+  if (type == "cuda") return {"cuda", "rocm", "sim"};
+  if (type == "hip") return {"rocm", "sim"};
+  if (type == "mps") return {"mps", "sim"};
+  if (type == "xpu") return {"xpu", "sim"};
+  if (type == "mtia") return {"mtia", "sim"};
+  return {};
+}
+
+bool is_valid_device_type_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+[[noreturn]] void invalid(std::string_view text) {
+  throw InvalidArgument("Invalid device string: '" + std::string(text) + "'");
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+Device parse_device(std::string_view text, const std::vector<std::string>& known_types) {
+  if (text.empty()) throw InvalidArgument("Device string must not be empty");
+
+  const size_t colon = text.find(':');
+  const std::string_view name = text.substr(0, colon);
+  if (!is_valid_device_type_name(name)) invalid(text);
+
+  std::optional<int> index;
+  if (colon != std::string_view::npos) {
+    const std::string_view digits = text.substr(colon + 1);
+    // Rejects a trailing ':', a sign, a second ':', trailing junk and leading zeros.
+    if (!all_digits(digits) || (digits.size() > 1 && digits[0] == '0')) invalid(text);
+    int value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc() || end != digits.data() + digits.size()) {
+      throw InvalidArgument("Could not parse device index '" + std::string(digits) +
+                            "' in device string '" + std::string(text) + "'");
+    }
+    index = value;
+  }
+
+  if (std::find(known_types.begin(), known_types.end(), name) == known_types.end()) {
+    throw InvalidArgument("Expected one of " + join(known_types) +
+                          " device type at start of device string: " + std::string(name));
+  }
+  if (name == "cpu" && index && *index != 0) {
+    throw InvalidArgument("CPU device index must be absent or zero, got " +
+                          std::to_string(*index));
+  }
+  return Device(std::string(name), index);
+}
+
+Device parse_device(std::string_view text) { return parse_device(text, builtin_device_types()); }
+
+}  // namespace backplane

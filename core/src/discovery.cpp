@@ -1,0 +1,71 @@
+#include "discovery.hpp"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+
+namespace backplane {
+
+std::filesystem::path default_plugin_directory() {
+  std::error_code ec;
+  // The folder of the library this line is compiled into: libbackplane.so.
+  const std::filesystem::path library = boost::dll::this_line_location(ec);
+  if (ec) return {};
+  return library.parent_path() / "backplane" / "plugins";
+}
+
+namespace detail {
+
+std::vector<std::filesystem::path> plugin_search_path(const RuntimeOptions& options) {
+  if (options.plugin_path) return *options.plugin_path;
+  std::vector<std::filesystem::path> path = options.add_plugin_path;
+  if (std::filesystem::path fallback = default_plugin_directory(); !fallback.empty()) {
+    path.push_back(fallback);
+  }
+  return path;
+}
+
+std::vector<std::filesystem::path> find_manifests(const std::vector<std::filesystem::path>& path,
+                                                  const Logger& logger) {
+  std::vector<std::filesystem::path> manifests;
+  std::set<std::filesystem::path> seen;
+  auto add = [&](const std::filesystem::path& file) {
+    std::error_code ec;
+    std::filesystem::path key = std::filesystem::weakly_canonical(file, ec);
+    if (ec) key = file;
+    if (seen.insert(key).second) manifests.push_back(file);
+  };
+  for (const std::filesystem::path& entry : path) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(entry, ec);
+    if (std::filesystem::is_regular_file(status)) {
+      add(entry);
+      continue;
+    }
+    if (!std::filesystem::is_directory(status)) {
+      logger.log(LogLevel::kInfo, "plugin search path entry " + entry.string() +
+                                      " is not a folder or a file; skipped");
+      continue;
+    }
+    std::vector<std::filesystem::path> files;
+    for (std::filesystem::directory_iterator it(entry, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      std::error_code file_ec;
+      if (it->path().extension() == ".json" && it->is_regular_file(file_ec)) {
+        files.push_back(it->path());
+      }
+    }
+    if (ec) {
+      logger.log(LogLevel::kWarn, "cannot list plugin folder " + entry.string() + ": " +
+                                      ec.message());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::filesystem::path& file : files) add(file);
+  }
+  return manifests;
+}
+
+}  // namespace detail
+}  // namespace backplane

@@ -1,0 +1,21 @@
+// The runtime's log: lines below the chosen level are dropped before they are formatted.
+#pragma once
+
+#include <backplane/runtime.hpp>
+
+#include <string>
+
+namespace backplane::detail {
+
+class Logger {
+ public:
+  Logger(LogLevel level, LogSink sink);
+  bool enabled(LogLevel level) const { return level <= level_; }
+  void log(LogLevel level, const std::string& message) const;
+
+ private:
+  LogLevel level_;
+  LogSink sink_;
+};
+
+}  // namespace backplane::detail

@@ -1,0 +1,211 @@
+#include "registrar.hpp"
+
+#include <backplane/device.hpp>
+
+#include <algorithm>
+
+#include "abi_struct.hpp"
+
+namespace backplane::detail {
+namespace {
+
+std::string copy(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+bool is_property_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Converts one plugin property; an empty `error` on success.
+Property read_property(const bp_property& in, std::string& error) {
+  Property out;
+  out.name = copy(in.name);
+  if (!is_property_name(out.name)) {
+    error = "property name '" + out.name + "' must be made of a-z, 0-9 and '_'";
+    return out;
+  }
+  switch (in.kind) {
+    case BP_VALUE_STRING:
+      out.value = copy(in.value.string);
+      break;
+    case BP_VALUE_INT64:
+      out.value = static_cast<int64_t>(in.value.int64);
+      break;
+    case BP_VALUE_FLOAT64:
+      out.value = in.value.float64;
+      break;
+    case BP_VALUE_BOOL:
+      out.value = in.value.boolean != 0;
+      break;
+    case BP_VALUE_STRING_LIST: {
+      if (in.value.string_list.count > 0 && in.value.string_list.items == nullptr) {
+        error = "property '" + out.name + "' has a NULL string list";
+        return out;
+      }
+      std::vector<std::string> items;
+      for (size_t i = 0; i < in.value.string_list.count; ++i) {
+        items.push_back(copy(in.value.string_list.items[i]));
+      }
+      out.value = std::move(items);
+      break;
+    }
+    default:
+      error = "property '" + out.name + "' has unknown value kind " + std::to_string(in.kind);
+  }
+  return out;
+}
+
+bp_status* refuse(bp_registrar_context* context, bp_status_code code, const std::string& reason) {
+  if (context->first_error.empty()) context->first_error = reason;
+  return make_status(code, reason);
+}
+
+bp_status* add_device_type(bp_registrar_context* context, const bp_device_type_desc* desc) try {
+  bp_device_type_desc d;
+  if (!read_abi_struct(desc, BP_DEVICE_TYPE_DESC_SIZE_1_0, d)) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  "add_device_type: descriptor is NULL or smaller than ABI 1.0's (" +
+                      std::to_string(BP_DEVICE_TYPE_DESC_SIZE_1_0) + " bytes)");
+  }
+  BackendInfo backend;
+  backend.type = copy(d.name);
+  backend.plugin = context->manifest->name;
+  backend.hub_key = d.hub_key != nullptr ? d.hub_key : backend.type;
+  backend.collective_backend = copy(d.collective_backend);
+  backend.training_priority = d.training_priority;
+  backend.accelerator = (d.flags & BP_TYPE_ACCELERATOR) != 0;
+  backend.automatic_placement = (d.flags & BP_TYPE_AUTO_PLACEMENT) != 0;
+  backend.available = d.available != 0;
+  backend.unavailable_reason = copy(d.unavailable_reason);
+  if (std::string reason = check_device_type(*context, backend); !reason.empty()) {
+    return refuse(context, BP_INVALID_ARGUMENT, reason);
+  }
+  context->pending.backends.push_back(std::move(backend));
+  return nullptr;
+} catch (const std::exception& e) {
+  return refuse(context, BP_INTERNAL, std::string("add_device_type: ") + e.what());
+}
+
+bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc) try {
+  bp_device_desc d;
+  if (!read_abi_struct(desc, BP_DEVICE_DESC_SIZE_1_0, d)) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  "add_device: descriptor is NULL or smaller than ABI 1.0's (" +
+                      std::to_string(BP_DEVICE_DESC_SIZE_1_0) + " bytes)");
+  }
+  DeviceInfo device;
+  device.device = Device(copy(d.type), d.index);
+  device.plugin = context->manifest->name;
+  device.name = copy(d.name);
+  device.vendor = copy(d.vendor);
+  device.uuid = copy(d.uuid);
+  device.pci_bus_id = copy(d.pci_bus_id);
+  device.arch = copy(d.arch);
+  if (d.compute_capability_major >= 0) {
+    device.compute_capability =
+        ComputeCapability{d.compute_capability_major, std::max(0, d.compute_capability_minor)};
+  }
+  device.physical_index = d.physical_index;
+  device.memory_total = d.memory_total;
+  device.capabilities = d.capabilities;
+  device.simulated = d.simulated != 0;
+  if (d.property_count > 0 && d.properties == nullptr) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  "add_device " + device.device.str() + ": properties is NULL");
+  }
+  for (size_t i = 0; i < d.property_count; ++i) {
+    std::string error;
+    device.properties.push_back(read_property(d.properties[i], error));
+    if (!error.empty()) {
+      return refuse(context, BP_INVALID_ARGUMENT, "add_device " + device.device.str() + ": " + error);
+    }
+  }
+  if (std::string reason = check_device(*context, device); !reason.empty()) {
+    return refuse(context, BP_INVALID_ARGUMENT, reason);
+  }
+  context->pending.devices.push_back(std::move(device));
+  return nullptr;
+} catch (const std::exception& e) {
+  return refuse(context, BP_INTERNAL, std::string("add_device: ") + e.what());
+}
+
+}  // namespace
+
+std::string check_device_type(const bp_registrar_context& context, const BackendInfo& backend) {
+  const std::string& type = backend.type;
+  if (!is_valid_device_type_name(type)) {
+    return "device type name '" + type + "' must be letters and '_' only";
+  }
+  const std::vector<std::string>& listed = context.manifest->device_types;
+  if (std::find(listed.begin(), listed.end(), type) == listed.end()) {
+    return "device type '" + type + "' is not in the manifest's device_types [" + join(listed) +
+           "]";
+  }
+  const std::vector<std::string> owners = reserved_type_owners(type);
+  if (!owners.empty() &&
+      std::find(owners.begin(), owners.end(), context.manifest->name) == owners.end()) {
+    return "device type '" + type + "' is reserved for the plugins " + join(owners);
+  }
+  if (context.pending.find_backend(type) != nullptr) {
+    return "device type '" + type + "' registered twice";
+  }
+  if (const BackendInfo* owner = context.committed->find_backend(type)) {
+    return "device type '" + type + "' is already provided by plugin '" + owner->plugin + "'";
+  }
+  if (!backend.available && backend.unavailable_reason.empty()) {
+    return "device type '" + type + "' is unavailable but the plugin gives no reason";
+  }
+  if (backend.training_priority < 0) {
+    return "device type '" + type + "' has a negative training priority";
+  }
+  return {};
+}
+
+std::string check_device(const bp_registrar_context& context, const DeviceInfo& device) {
+  const std::string label = "device " + device.device.str();
+  const std::string& type = device.device.type();
+  const BackendInfo* backend = context.pending.find_backend(type);
+  if (backend == nullptr) {
+    return label + ": its type must be registered by this plugin first";
+  }
+  if (!backend->available) {
+    return label + ": its backend is registered as unavailable (" + backend->unavailable_reason +
+           ")";
+  }
+  const int index = *device.device.index();
+  const auto expected = static_cast<int>(
+      std::count_if(context.pending.devices.begin(), context.pending.devices.end(),
+                    [&](const DeviceInfo& d) { return d.device.type() == type; }));
+  if (index != expected) {
+    return label + ": indices must be registered in order from 0; expected " + type + ":" +
+           std::to_string(expected);
+  }
+  if (type == "cpu" && index != 0) return label + ": cpu has a single device, cpu:0";
+  if (device.name.empty()) return label + ": name must not be empty";
+  for (size_t i = 0; i < device.properties.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (device.properties[i].name == device.properties[j].name) {
+        return label + ": property '" + device.properties[i].name + "' given twice";
+      }
+    }
+  }
+  return {};
+}
+
+bp_registrar make_registrar(bp_registrar_context* context) {
+  bp_registrar registrar{};
+  registrar.struct_size = sizeof registrar;
+  registrar.context = context;
+  registrar.add_device_type = &add_device_type;
+  registrar.add_device = &add_device;
+  return registrar;
+}
+
+}  // namespace backplane::detail

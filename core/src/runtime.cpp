@@ -1,0 +1,248 @@
+// Runtime::open: discover manifests, load each selected plugin, freeze what they registered.
+#include <backplane/error.hpp>
+#include <backplane/runtime.hpp>
+
+#include <algorithm>
+
+#include "discovery.hpp"
+#include "env.hpp"
+#include "loaded_plugin.hpp"
+#include "logger.hpp"
+#include "manifest.hpp"
+#include "registry.hpp"
+
+namespace backplane {
+
+const char* to_string(PluginStatus status) {
+  switch (status) {
+    case PluginStatus::kLoaded: return "loaded";
+    case PluginStatus::kFailed: return "failed";
+    case PluginStatus::kDisabled: return "disabled";
+  }
+  return "unknown";
+}
+
+RuntimeOptions RuntimeOptions::from_environment() {
+  RuntimeOptions options;
+  if (auto value = detail::secure_env("BACKPLANE_PLUGIN_PATH")) {
+    options.plugin_path.emplace();
+    for (const std::string& item : detail::split_list(*value, ':')) {
+      options.plugin_path->emplace_back(item);
+    }
+  }
+  if (auto value = detail::secure_env("BACKPLANE_ADD_PLUGIN_PATH")) {
+    for (const std::string& item : detail::split_list(*value, ':')) {
+      options.add_plugin_path.emplace_back(item);
+    }
+  }
+  if (auto value = detail::secure_env("BACKPLANE_PLUGINS")) {
+    options.only_plugins = detail::split_list(*value, ',');
+  }
+  if (auto value = detail::secure_env("BACKPLANE_DISABLE_PLUGINS")) {
+    options.disabled_plugins = detail::split_list(*value, ',');
+  }
+  if (auto value = detail::secure_env("BACKPLANE_LOG")) {
+    options.log_level = parse_log_level(*value, "BACKPLANE_LOG");
+  }
+  return options;
+}
+
+struct Runtime::Impl {
+  std::unique_ptr<detail::Logger> logger;  // outlives the plugins, which log through it
+  std::vector<std::filesystem::path> search_path;
+  std::vector<PluginInfo> plugins;
+  detail::Registry registry;
+  std::vector<std::unique_ptr<detail::LoadedPlugin>> loaded;
+
+  ~Impl() {
+    // Reverse load order: a later plugin may use what an earlier one set up.
+    while (!loaded.empty()) loaded.pop_back();
+  }
+
+  const detail::LoadedPlugin* find_loaded(const std::string& name) const {
+    for (const auto& plugin : loaded) {
+      if (plugin->name() == name) return plugin.get();
+    }
+    return nullptr;
+  }
+
+  void load_all(const RuntimeOptions& options);
+  void load_one(const std::filesystem::path& manifest_path, const RuntimeOptions& options);
+};
+
+namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
+                             const RuntimeOptions& options) {
+  PluginInfo info;
+  info.manifest = manifest_path;
+  info.name = manifest_path.stem().string();
+  auto fail = [&](const std::string& reason) {
+    info.status = PluginStatus::kFailed;
+    info.error = reason;
+    logger->log(LogLevel::kWarn, "plugin '" + info.name + "' (" + manifest_path.string() +
+                                     ") skipped: " + reason);
+    plugins.push_back(std::move(info));
+  };
+
+  detail::Manifest manifest;
+  try {
+    manifest = detail::read_manifest(manifest_path);
+  } catch (const detail::ManifestError& e) {
+    return fail(std::string("bad manifest: ") + e.what());
+  }
+  info.name = manifest.name;
+  info.library = manifest.library;
+  info.abi_version = std::to_string(manifest.abi_major) + "." + std::to_string(manifest.abi_minor);
+  info.device_types = manifest.device_types;
+
+  if (options.only_plugins && !contains(*options.only_plugins, manifest.name)) {
+    info.status = PluginStatus::kDisabled;
+    info.error = "not among the selected plugins (" + join(*options.only_plugins) + ")";
+  } else if (contains(options.disabled_plugins, manifest.name)) {
+    info.status = PluginStatus::kDisabled;
+    info.error = "disabled by request";
+  }
+  if (info.status == PluginStatus::kDisabled) {
+    logger->log(LogLevel::kInfo, "plugin '" + info.name + "' " + info.error);
+    plugins.push_back(std::move(info));
+    return;
+  }
+  for (const PluginInfo& earlier : plugins) {
+    if (earlier.name == manifest.name && earlier.status == PluginStatus::kLoaded) {
+      return fail("a plugin named '" + manifest.name + "' is already loaded from " +
+                  earlier.manifest.string());
+    }
+  }
+
+  detail::Registry registered;
+  try {
+    auto plugin = detail::LoadedPlugin::load(manifest, *logger, registry, registered);
+    info.version = plugin->version();
+    info.abi_version = plugin->abi_version();
+    loaded.push_back(std::move(plugin));
+  } catch (const detail::LoadError& e) {
+    return fail(e.what());
+  } catch (const std::exception& e) {
+    return fail(std::string("unexpected error while loading: ") + e.what());
+  }
+
+  for (const BackendInfo& backend : registered.backends) {
+    logger->log(LogLevel::kInfo,
+                "backend '" + backend.type + "' from plugin '" + backend.plugin + "': " +
+                    (backend.available ? "available" : "unavailable: " + backend.unavailable_reason));
+  }
+  for (BackendInfo& backend : registered.backends) registry.backends.push_back(std::move(backend));
+  for (DeviceInfo& device : registered.devices) registry.devices.push_back(std::move(device));
+  info.status = PluginStatus::kLoaded;
+  logger->log(LogLevel::kInfo, "plugin '" + info.name + "' " + info.version + " loaded from " +
+                                   info.library.string());
+  plugins.push_back(std::move(info));
+}
+
+void Runtime::Impl::load_all(const RuntimeOptions& options) {
+  search_path = detail::plugin_search_path(options);
+  for (const std::filesystem::path& entry : search_path) {
+    logger->log(LogLevel::kDebug, "plugin search path: " + entry.string());
+  }
+  for (const std::filesystem::path& manifest : detail::find_manifests(search_path, *logger)) {
+    load_one(manifest, options);
+  }
+  if (options.only_plugins) {
+    for (const std::string& wanted : *options.only_plugins) {
+      const bool found = std::any_of(plugins.begin(), plugins.end(),
+                                     [&](const PluginInfo& p) { return p.name == wanted; });
+      if (!found) {
+        logger->log(LogLevel::kWarn,
+                    "plugin '" + wanted + "' was selected but no manifest names it");
+      }
+    }
+  }
+}
+
+Runtime::Runtime(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Runtime Runtime::open(const RuntimeOptions& options) {
+  auto impl = std::make_shared<Impl>();
+  impl->logger = std::make_unique<detail::Logger>(options.log_level, options.log_sink);
+  impl->load_all(options);
+  return Runtime(std::move(impl));
+}
+
+const std::vector<std::filesystem::path>& Runtime::search_path() const {
+  return impl_->search_path;
+}
+const std::vector<PluginInfo>& Runtime::plugins() const { return impl_->plugins; }
+const std::vector<BackendInfo>& Runtime::backends() const { return impl_->registry.backends; }
+const std::vector<DeviceInfo>& Runtime::devices() const { return impl_->registry.devices; }
+
+std::vector<DeviceInfo> Runtime::devices(std::string_view type) const {
+  std::vector<DeviceInfo> out;
+  for (const DeviceInfo& d : impl_->registry.devices) {
+    if (d.device.type() == type) out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<std::string> Runtime::device_types() const {
+  std::vector<std::string> types = builtin_device_types();
+  for (const BackendInfo& backend : impl_->registry.backends) {
+    if (!contains(types, backend.type)) types.push_back(backend.type);
+  }
+  return types;
+}
+
+Device Runtime::parse_device(std::string_view text) const {
+  return backplane::parse_device(text, device_types());
+}
+
+const BackendInfo* Runtime::backend(std::string_view type) const {
+  return impl_->registry.find_backend(std::string(type));
+}
+
+const DeviceInfo& Runtime::device(const Device& wanted) const {
+  const int index = wanted.index().value_or(0);
+  std::vector<std::string> present;
+  for (const DeviceInfo& d : impl_->registry.devices) {
+    if (d.device.type() != wanted.type()) continue;
+    if (*d.device.index() == index) return d;
+    present.push_back(d.device.str());
+  }
+  if (const BackendInfo* b = backend(wanted.type()); b != nullptr && !b->available) {
+    throw Unavailable("device " + wanted.str() + " is unavailable: " + b->unavailable_reason);
+  }
+  if (present.empty()) {
+    throw NotFound("no " + wanted.type() + " devices are present, so " + wanted.str() +
+                   " cannot be used");
+  }
+  throw NotFound("device " + wanted.str() + " does not exist; present: " + join(present));
+}
+
+std::optional<MemoryInfo> Runtime::memory_info(const Device& wanted) const {
+  const DeviceInfo& info = device(wanted);
+  const detail::LoadedPlugin* plugin = impl_->find_loaded(info.plugin);
+  if (plugin == nullptr || !plugin->has_memory_info()) return std::nullopt;
+  MemoryInfo memory;
+  detail::StatusPtr status = detail::adopt(plugin->memory_info(
+      info.device.type(), *info.device.index(), &memory.free_bytes, &memory.total_bytes));
+  if (status) {
+    impl_->logger->log(LogLevel::kWarn, "plugin '" + info.plugin + "': memory_info(" +
+                                            info.device.str() + ") failed: " + status->message);
+    return std::nullopt;
+  }
+  return memory;
+}
+
+}  // namespace backplane

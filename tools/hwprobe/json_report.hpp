@@ -1,0 +1,22 @@
+// hwprobe's JSON: field names are stable; later versions only add fields.
+#pragma once
+
+#include <backplane/backplane.hpp>
+
+#include <nlohmann/json.hpp>
+
+namespace hwprobe {
+
+nlohmann::json device_json(const backplane::DeviceInfo& device);
+nlohmann::json backend_json(const backplane::BackendInfo& backend);
+nlohmann::json plugin_json(const backplane::PluginInfo& plugin);
+// {backplane_version, abi_version, plugins, backends, devices}
+nlohmann::json runtime_json(const backplane::Runtime& runtime);
+// {search_path, plugins}
+nlohmann::json plugins_json(const backplane::Runtime& runtime);
+
+// "cpu" for the host CPU (it has one device), "cuda:3" otherwise.
+std::string device_label(const backplane::Device& device);
+std::vector<std::string> capability_names(uint64_t capabilities);
+
+}  // namespace hwprobe

@@ -1,0 +1,132 @@
+#include "text_report.hpp"
+
+#include <backplane/plugin.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "json_report.hpp"
+
+namespace hwprobe {
+namespace {
+
+using Row = std::vector<std::string>;
+
+// Prints rows as columns padded to their widest cell; the last column is not padded.
+void print_table(std::ostream& out, const std::vector<Row>& rows) {
+  std::vector<size_t> widths;
+  for (const Row& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const Row& row : rows) {
+    std::string line = "  ";
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+const backplane::Property* find_property(const backplane::DeviceInfo& d, const char* name) {
+  for (const auto& p : d.properties) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string int_property(const backplane::DeviceInfo& d, const char* name) {
+  const backplane::Property* p = find_property(d, name);
+  if (p == nullptr || !std::holds_alternative<int64_t>(p->value)) return "";
+  return std::to_string(std::get<int64_t>(p->value));
+}
+
+std::string details(const backplane::DeviceInfo& d) {
+  std::vector<std::string> parts;
+  if (d.compute_capability) parts.push_back("compute " + d.compute_capability->str());
+  if (!d.arch.empty()) parts.push_back(d.arch);
+  if (std::string cores = int_property(d, "cores"); !cores.empty()) {
+    parts.push_back(cores + " cores, " + int_property(d, "threads") + " threads, " +
+                    int_property(d, "numa_nodes") + " NUMA");
+  }
+  if (const backplane::Property* simd = find_property(d, "simd")) {
+    if (const auto* list = std::get_if<std::vector<std::string>>(&simd->value); list && !list->empty()) {
+      std::string joined;
+      for (const std::string& f : *list) joined += (joined.empty() ? "" : " ") + f;
+      parts.push_back(joined);
+    }
+  }
+  if (d.simulated) parts.push_back("simulated");
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+}  // namespace
+
+std::string format_bytes(uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+void print_runtime(std::ostream& out, const backplane::Runtime& runtime) {
+  out << "backplane " << BACKPLANE_VERSION_STRING << " (plugin ABI " << BP_ABI_VERSION_MAJOR << "."
+      << BP_ABI_VERSION_MINOR << ")\n\nBackends\n";
+  std::vector<Row> backends{{"TYPE", "PLUGIN", "STATUS"}};
+  for (const auto& b : runtime.backends()) {
+    backends.push_back(
+        {b.type, b.plugin, b.available ? "available" : "unavailable: " + b.unavailable_reason});
+  }
+  if (runtime.backends().empty()) backends.push_back({"(none)", "", ""});
+  print_table(out, backends);
+
+  out << "\nDevices\n";
+  std::vector<Row> devices{{"DEVICE", "NAME", "MEMORY", "DETAILS"}};
+  for (const auto& d : runtime.devices()) {
+    devices.push_back({device_label(d.device), d.name, format_bytes(d.memory_total), details(d)});
+  }
+  if (runtime.devices().empty()) devices.push_back({"(none)", "", "", ""});
+  print_table(out, devices);
+
+  out << "\nPlugins\n";
+  std::vector<Row> plugins{{"NAME", "VERSION", "ABI", "LIBRARY", "STATUS"}};
+  for (const auto& p : runtime.plugins()) {
+    std::string status = backplane::to_string(p.status);
+    if (!p.error.empty()) status += ": " + p.error;
+    plugins.push_back({p.name, p.version.empty() ? "-" : p.version,
+                       p.abi_version.empty() ? "-" : p.abi_version,
+                       p.library.empty() ? "-" : p.library.string(), status});
+  }
+  if (runtime.plugins().empty()) plugins.push_back({"(no manifests found)", "", "", "", ""});
+  print_table(out, plugins);
+}
+
+void print_plugins(std::ostream& out, const backplane::Runtime& runtime) {
+  out << "Search path, in order\n";
+  std::vector<Row> path;
+  for (const auto& entry : runtime.search_path()) path.push_back({entry.string()});
+  if (path.empty()) path.push_back({"(empty)"});
+  print_table(out, path);
+  out << "\nManifests, in search order\n";
+  std::vector<Row> rows{{"NAME", "MANIFEST", "STATUS"}};
+  for (const auto& p : runtime.plugins()) {
+    std::string status = backplane::to_string(p.status);
+    if (!p.error.empty()) status += ": " + p.error;
+    rows.push_back({p.name, p.manifest.string(), status});
+  }
+  if (runtime.plugins().empty()) rows.push_back({"(none found)", "", ""});
+  print_table(out, rows);
+}
+
+}  // namespace hwprobe
