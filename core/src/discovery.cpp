@@ -11,8 +11,12 @@ namespace backplane {
 std::filesystem::path default_plugin_directory() {
   std::error_code ec;
   // The folder of the library this line is compiled into: libbackplane.so.
-  const std::filesystem::path library = boost::dll::this_line_location(ec);
+  std::filesystem::path library = boost::dll::this_line_location(ec);
   if (ec) return {};
+  // The loader reports the path it opened, e.g. ".../bin/../lib/libbackplane.so" via RPATH.
+  if (std::filesystem::path canonical = std::filesystem::weakly_canonical(library, ec); !ec) {
+    library = canonical;
+  }
   return library.parent_path() / "backplane" / "plugins";
 }
 

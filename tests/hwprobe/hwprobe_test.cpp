@@ -1,0 +1,194 @@
+// hwprobe as a process: the JSON shape, the exit codes, and the environment variables.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "process.hpp"
+
+namespace {
+
+using nlohmann::json;
+using testing_support::ProcessResult;
+using testing_support::run_process;
+
+ProcessResult hwprobe(std::vector<std::string> args,
+                      const std::map<std::string, std::string>& env = {}) {
+  args.insert(args.begin(), HWPROBE_PATH);
+  return run_process(args, env);
+}
+
+json parse_json(const ProcessResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+const json* find_by(const json& array, const char* key, const std::string& value) {
+  for (const json& item : array) {
+    if (item.at(key) == value) return &item;
+  }
+  return nullptr;
+}
+
+TEST(HwprobeJson, HasTheStableShape) {
+  const json j = parse_json(hwprobe({"--json"}));
+  ASSERT_TRUE(j.at("plugins").is_array());
+  ASSERT_TRUE(j.at("backends").is_array());
+  ASSERT_TRUE(j.at("devices").is_array());
+  for (const json& p : j["plugins"]) {
+    for (const char* key : {"name", "library", "version", "abi_version", "status", "error"}) {
+      EXPECT_TRUE(p.contains(key)) << key;
+    }
+    EXPECT_TRUE(p["status"] == "loaded" || p["status"] == "failed" || p["status"] == "disabled");
+  }
+  for (const json& b : j["backends"]) {
+    for (const char* key : {"type", "plugin", "available", "reason"}) {
+      EXPECT_TRUE(b.contains(key)) << key;
+    }
+    EXPECT_TRUE(b["available"].is_boolean());
+  }
+  for (const json& d : j["devices"]) {
+    for (const char* key :
+         {"device", "type", "index", "name", "plugin", "memory_total", "properties"}) {
+      EXPECT_TRUE(d.contains(key)) << key;
+    }
+    EXPECT_TRUE(d["memory_total"].is_number_unsigned());
+    EXPECT_TRUE(d["properties"].is_object());
+  }
+}
+
+TEST(HwprobeJson, ListsTheInTreePlugins) {
+  const json j = parse_json(hwprobe({"--json"}));
+  const json* cpu = find_by(j["plugins"], "name", "cpu");
+  const json* mps = find_by(j["plugins"], "name", "mps");
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_NE(mps, nullptr);
+  EXPECT_EQ((*cpu)["status"], "loaded");
+  EXPECT_EQ((*cpu)["abi_version"], "1.1");
+  EXPECT_TRUE((*cpu)["error"].is_null());
+
+  const json* cpu_backend = find_by(j["backends"], "type", "cpu");
+  ASSERT_NE(cpu_backend, nullptr);
+  EXPECT_EQ((*cpu_backend)["available"], true);
+  EXPECT_EQ((*cpu_backend)["collective_backend"], "gloo");
+
+  const json* mps_backend = find_by(j["backends"], "type", "mps");
+  ASSERT_NE(mps_backend, nullptr);
+  EXPECT_EQ((*mps_backend)["available"], false);
+  EXPECT_NE((*mps_backend)["reason"].get<std::string>().find("Apple silicon"), std::string::npos);
+
+  const json* cpu_device = find_by(j["devices"], "device", "cpu");
+  ASSERT_NE(cpu_device, nullptr);
+  EXPECT_EQ((*cpu_device)["index"], 0);
+  EXPECT_GT((*cpu_device)["memory_total"].get<uint64_t>(), 0u);
+  const json& props = (*cpu_device)["properties"];
+  EXPECT_GE(props.at("cores").get<int64_t>(), 1);
+  EXPECT_GE(props.at("threads").get<int64_t>(), props.at("cores").get<int64_t>());
+  EXPECT_GE(props.at("numa_nodes").get<int64_t>(), 1);
+  EXPECT_TRUE(props.at("simd").is_array());
+  EXPECT_GT(props.at("memory_available").get<int64_t>(), 0);
+}
+
+TEST(HwprobeText, ShowsBackendsDevicesAndPlugins) {
+  const ProcessResult r = hwprobe({});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* heading : {"Backends", "Devices", "Plugins"}) {
+    EXPECT_NE(r.out.find(heading), std::string::npos) << heading;
+  }
+  EXPECT_NE(r.out.find("unavailable: MPS needs Apple silicon"), std::string::npos);
+}
+
+TEST(HwprobeParse, PrintsTypeAndIndex) {
+  const json j = parse_json(hwprobe({"parse", "cuda:3", "cpu", "--json"}));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["type"], "cuda");
+  EXPECT_EQ(j[0]["index"], 3);
+  EXPECT_EQ(j[1]["type"], "cpu");
+  EXPECT_TRUE(j[1]["index"].is_null());
+
+  const ProcessResult text = hwprobe({"parse", "xpu:1"});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("type=xpu index=1"), std::string::npos);
+}
+
+TEST(HwprobeParse, InvalidStringExitsTwoWithC10Message) {
+  const ProcessResult r = hwprobe({"parse", "cuda:01"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("Invalid device string: 'cuda:01'"), std::string::npos) << r.err;
+
+  const ProcessResult unknown = hwprobe({"parse", "cpu", "CUDA:0", "--json"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("device type at start of device string: CUDA"), std::string::npos);
+  const json j = json::parse(unknown.out);
+  EXPECT_EQ(j[0]["type"], "cpu");  // the valid one is still answered
+  EXPECT_TRUE(j[1].contains("error"));
+}
+
+TEST(HwprobeUsage, BadUsageExitsTwo) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--bogus"}, {"frobnicate"}, {"parse"}, {"--log", "loud"}, {"plugins", "extra"}}) {
+    const ProcessResult r = hwprobe(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_FALSE(r.err.empty()) << args[0];
+    EXPECT_TRUE(r.out.empty()) << args[0];
+  }
+  EXPECT_EQ(hwprobe({"--help"}).exit_code, 0);
+}
+
+TEST(HwprobeEnvironment, InvalidLogLevelNamesTheVariable) {
+  const ProcessResult r = hwprobe({"--json"}, {{"BACKPLANE_LOG", "chatty"}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("BACKPLANE_LOG='chatty'"), std::string::npos) << r.err;
+}
+
+TEST(HwprobeEnvironment, DebugLogSaysWhyEachPluginWasTaken) {
+  const ProcessResult r = hwprobe({"--json"}, {{"BACKPLANE_LOG", "debug"}});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.err.find("plugin search path: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plugin 'cpu' 0.1.0 loaded from"), std::string::npos) << r.err;
+}
+
+TEST(HwprobeEnvironment, DisabledPluginIsReportedNotLoaded) {
+  const json j = parse_json(hwprobe({"--json"}, {{"BACKPLANE_DISABLE_PLUGINS", "mps"}}));
+  EXPECT_EQ((*find_by(j["plugins"], "name", "mps"))["status"], "disabled");
+  EXPECT_EQ(find_by(j["backends"], "type", "mps"), nullptr);
+  EXPECT_NE(find_by(j["backends"], "type", "cpu"), nullptr);
+
+  const json only = parse_json(hwprobe({"--json"}, {{"BACKPLANE_PLUGINS", "mps"}}));
+  EXPECT_EQ((*find_by(only["plugins"], "name", "cpu"))["status"], "disabled");
+  EXPECT_EQ((*find_by(only["plugins"], "name", "mps"))["status"], "loaded");
+}
+
+TEST(HwprobeEnvironment, PluginPathReplacesTheDefault) {
+  const json j =
+      parse_json(hwprobe({"--json"}, {{"BACKPLANE_PLUGIN_PATH", "/nonexistent/plugins"}}));
+  EXPECT_TRUE(j["plugins"].empty());
+  EXPECT_TRUE(j["devices"].empty());
+}
+
+TEST(HwprobeEnvironment, ABrokenAddedPluginFailsAloneAndIsSearchedFirst) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hwprobe_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "broken.json") << "{\"file_format_version\": \"1.0.0\", \"plugin\": {";
+  const ProcessResult r =
+      hwprobe({"plugins", "--json"}, {{"BACKPLANE_ADD_PLUGIN_PATH", dir.string()}});
+  std::filesystem::remove_all(dir);
+  const json j = parse_json(r);
+  ASSERT_EQ(j["search_path"].size(), 2u);
+  EXPECT_EQ(j["search_path"][0], dir.string());
+  EXPECT_EQ(std::filesystem::path(j["search_path"][1].get<std::string>()),
+            std::filesystem::path(PLUGIN_BUILD_DIR));
+  ASSERT_GE(j["plugins"].size(), 3u);
+  EXPECT_EQ(j["plugins"][0]["name"], "broken");
+  EXPECT_EQ(j["plugins"][0]["status"], "failed");
+  EXPECT_NE(j["plugins"][0]["error"].get<std::string>().find("bad manifest: not valid JSON"),
+            std::string::npos);
+  EXPECT_EQ((*find_by(j["plugins"], "name", "cpu"))["status"], "loaded");
+}
+
+}  // namespace

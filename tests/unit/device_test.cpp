@@ -1,0 +1,157 @@
+// Device strings: every rule of spec/device-rules.md §1, with its exact message.
+#include <backplane/device.hpp>
+#include <backplane/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using backplane::Device;
+using backplane::InvalidArgument;
+using backplane::parse_device;
+
+struct Valid {
+  const char* text;
+  const char* type;
+  std::optional<int> index;
+};
+
+class ValidDeviceString : public ::testing::TestWithParam<Valid> {};
+
+TEST_P(ValidDeviceString, ParsesTypeAndIndex) {
+  const Valid& c = GetParam();
+  const Device d = parse_device(c.text);
+  EXPECT_EQ(d.type(), c.type);
+  EXPECT_EQ(d.index(), c.index);
+  EXPECT_EQ(d.str(), c.text);  // round trip
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    C10Grammar, ValidDeviceString,
+    ::testing::Values(Valid{"cpu", "cpu", std::nullopt}, Valid{"cpu:0", "cpu", 0},
+                      Valid{"cuda", "cuda", std::nullopt}, Valid{"cuda:0", "cuda", 0},
+                      Valid{"cuda:3", "cuda", 3}, Valid{"cuda:10", "cuda", 10},
+                      Valid{"cuda:2147483647", "cuda", 2147483647}, Valid{"xpu:1", "xpu", 1},
+                      Valid{"mps", "mps", std::nullopt}, Valid{"hpu:7", "hpu", 7},
+                      Valid{"npu:0", "npu", 0}, Valid{"mlu:2", "mlu", 2},
+                      Valid{"musa:1", "musa", 1}, Valid{"neuron:0", "neuron", 0},
+                      Valid{"tpu:3", "tpu", 3}, Valid{"meta", "meta", std::nullopt}));
+
+struct Invalid {
+  const char* text;
+  const char* message;
+};
+
+class InvalidDeviceString : public ::testing::TestWithParam<Invalid> {};
+
+TEST_P(InvalidDeviceString, ThrowsWithC10Message) {
+  const Invalid& c = GetParam();
+  try {
+    parse_device(c.text);
+    FAIL() << "parsed '" << c.text << "'";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), c.message);
+  }
+}
+
+const char* const kExpectedTypes =
+    "Expected one of cpu, cuda, xpu, mps, hpu, npu, mlu, musa, neuron, tpu, meta device type at "
+    "start of device string: ";
+
+INSTANTIATE_TEST_SUITE_P(
+    C10Grammar, InvalidDeviceString,
+    ::testing::Values(
+        Invalid{"", "Device string must not be empty"},
+        Invalid{" cuda", "Invalid device string: ' cuda'"},
+        Invalid{"cuda ", "Invalid device string: 'cuda '"},
+        Invalid{"cuda: 1", "Invalid device string: 'cuda: 1'"},
+        Invalid{"cu da", "Invalid device string: 'cu da'"},
+        Invalid{"cuda-1", "Invalid device string: 'cuda-1'"},
+        Invalid{"cuda1", "Invalid device string: 'cuda1'"},
+        Invalid{"cuda:", "Invalid device string: 'cuda:'"},
+        Invalid{"cuda:-1", "Invalid device string: 'cuda:-1'"},
+        Invalid{"cuda:+1", "Invalid device string: 'cuda:+1'"},
+        Invalid{"cuda:01", "Invalid device string: 'cuda:01'"},
+        Invalid{"cuda:00", "Invalid device string: 'cuda:00'"},
+        Invalid{"cuda:1x", "Invalid device string: 'cuda:1x'"},
+        Invalid{"cuda:1:2", "Invalid device string: 'cuda:1:2'"},
+        Invalid{"cuda::1", "Invalid device string: 'cuda::1'"},
+        Invalid{":1", "Invalid device string: ':1'"}, Invalid{"1", "Invalid device string: '1'"},
+        Invalid{"cuda:99999999999",
+                "Could not parse device index '99999999999' in device string 'cuda:99999999999'"},
+        Invalid{"cuda:2147483648",
+                "Could not parse device index '2147483648' in device string 'cuda:2147483648'"},
+        Invalid{"CUDA:0",
+                "Expected one of cpu, cuda, xpu, mps, hpu, npu, mlu, musa, neuron, tpu, "
+                "meta device type at start of device string: CUDA"},
+        Invalid{"gpu",
+                "Expected one of cpu, cuda, xpu, mps, hpu, npu, mlu, musa, neuron, tpu, "
+                "meta device type at start of device string: gpu"},
+        Invalid{"cpu:1", "CPU device index must be absent or zero, got 1"}));
+
+TEST(DeviceTypes, UnknownNameListsTheKnownOnes) {
+  try {
+    parse_device("fancy:0");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), std::string(kExpectedTypes) + "fancy");
+  }
+}
+
+TEST(DeviceTypes, ARegisteredNameParses) {
+  std::vector<std::string> known = backplane::builtin_device_types();
+  EXPECT_THROW(parse_device("fancy:2", known), InvalidArgument);
+  known.push_back("fancy");
+  EXPECT_EQ(parse_device("fancy:2", known), Device("fancy", 2));
+}
+
+TEST(DeviceTypes, BuiltinsCoverTheHardwareTable) {
+  const auto& types = backplane::builtin_device_types();
+  for (const char* name :
+       {"cpu", "cuda", "xpu", "mps", "hpu", "npu", "mlu", "musa", "neuron", "tpu", "meta"}) {
+    EXPECT_NE(std::find(types.begin(), types.end(), name), types.end()) << name;
+  }
+}
+
+struct Reserved {
+  const char* type;
+  std::vector<std::string> owners;
+};
+
+class ReservedTypes : public ::testing::TestWithParam<Reserved> {};
+
+TEST_P(ReservedTypes, OnlyOwnersMayRegister) {
+  EXPECT_EQ(backplane::reserved_type_owners(GetParam().type), GetParam().owners);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spec, ReservedTypes,
+    ::testing::Values(Reserved{"cpu", {"cpu", "sim"}}, Reserved{"cuda", {"cuda", "rocm", "sim"}},
+                      Reserved{"hip", {"rocm", "sim"}}, Reserved{"mps", {"mps", "sim"}},
+                      Reserved{"xpu", {"xpu", "sim"}}, Reserved{"mtia", {"mtia", "sim"}},
+                      Reserved{"npu", {}}, Reserved{"fancy", {}}));
+
+TEST(DeviceTypeName, LettersAndUnderscoreOnly) {
+  EXPECT_TRUE(backplane::is_valid_device_type_name("privateuseone"));
+  EXPECT_TRUE(backplane::is_valid_device_type_name("my_npu"));
+  EXPECT_FALSE(backplane::is_valid_device_type_name(""));
+  EXPECT_FALSE(backplane::is_valid_device_type_name("npu2"));
+  EXPECT_FALSE(backplane::is_valid_device_type_name("n-pu"));
+}
+
+TEST(DeviceValue, EqualityAndPrinting) {
+  EXPECT_EQ(Device("cuda", 1), Device("cuda", 1));
+  EXPECT_NE(Device("cuda", 1), Device("cuda"));
+  EXPECT_NE(Device("cuda", 1), Device("xpu", 1));
+  std::ostringstream os;
+  os << Device("xpu", 2);
+  EXPECT_EQ(os.str(), "xpu:2");
+}
+
+}  // namespace
