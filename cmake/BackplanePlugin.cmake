@@ -46,6 +46,11 @@ function(backplane_add_plugin)
   target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}"
                       "LINKER:--no-undefined")
   target_link_libraries(${target} PRIVATE backplane::plugin_sdk ${arg_LIBRARIES})
+  # `backplane_plugins` builds every plugin of this project, for hwprobe and the tests.
+  if(NOT TARGET backplane_plugins)
+    add_custom_target(backplane_plugins)
+  endif()
+  add_dependencies(backplane_plugins ${target})
 
   list(TRANSFORM arg_DEVICE_TYPES PREPEND "\"" OUTPUT_VARIABLE quoted)
   list(TRANSFORM quoted APPEND "\"")

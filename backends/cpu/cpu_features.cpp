@@ -21,13 +21,20 @@ CpuIdentity read_cpu_identity() {
   const X86Microarchitecture uarch = GetX86Microarchitecture(&info);
   if (uarch != X86_UNKNOWN) id.microarchitecture = GetX86MicroarchitectureName(uarch);
   const std::pair<bool, const char*> flags[] = {
-      {f.sse4_2, "sse4_2"},         {f.avx, "avx"},
-      {f.avx2, "avx2"},             {f.fma3, "fma"},
-      {f.f16c, "f16c"},             {f.avx512f, "avx512f"},
-      {f.avx512bw, "avx512bw"},     {f.avx512dq, "avx512dq"},
-      {f.avx512vl, "avx512vl"},     {f.avx512vnni, "avx512_vnni"},
-      {f.avx512_bf16, "avx512_bf16"}, {f.amx_tile, "amx_tile"},
-      {f.amx_bf16, "amx_bf16"},     {f.amx_int8, "amx_int8"},
+      {f.sse4_2, "sse4_2"},
+      {f.avx, "avx"},
+      {f.avx2, "avx2"},
+      {f.fma3, "fma"},
+      {f.f16c, "f16c"},
+      {f.avx512f, "avx512f"},
+      {f.avx512bw, "avx512bw"},
+      {f.avx512dq, "avx512dq"},
+      {f.avx512vl, "avx512vl"},
+      {f.avx512vnni, "avx512_vnni"},
+      {f.avx512_bf16, "avx512_bf16"},
+      {f.amx_tile, "amx_tile"},
+      {f.amx_bf16, "amx_bf16"},
+      {f.amx_int8, "amx_int8"},
   };
   for (const auto& [present, name] : flags) {
     if (present) id.simd.emplace_back(name);
@@ -51,7 +58,9 @@ CpuIdentity read_cpu_identity() {
   return id;
 }
 #else
-CpuIdentity read_cpu_identity() { return CpuIdentity{"unknown", "", "", "", {}}; }
+CpuIdentity read_cpu_identity() {
+  return CpuIdentity{"unknown", "", "", "", {}};
+}
 #endif
 
 }  // namespace backplane::cpu

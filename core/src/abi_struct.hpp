@@ -13,7 +13,8 @@ template <class T>
 bool read_abi_struct(const T* in, size_t min_size, T& out) {
   out = T{};
   if (in == nullptr || in->struct_size < min_size) return false;
-  std::memcpy(static_cast<void*>(&out), in, in->struct_size < sizeof(T) ? in->struct_size : sizeof(T));
+  std::memcpy(static_cast<void*>(&out), in,
+              in->struct_size < sizeof(T) ? in->struct_size : sizeof(T));
   out.struct_size = sizeof(T);
   return true;
 }

@@ -16,7 +16,9 @@ std::string Device::str() const {
   return index_ ? type_ + ":" + std::to_string(*index_) : type_;
 }
 
-std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
+std::ostream& operator<<(std::ostream& os, const Device& device) {
+  return os << device.str();
+}
 
 const std::vector<std::string>& builtin_device_types() {
   static const std::vector<std::string> types = {"cpu", "cuda", "xpu",    "mps", "hpu", "npu",
@@ -86,12 +88,13 @@ Device parse_device(std::string_view text, const std::vector<std::string>& known
                           " device type at start of device string: " + std::string(name));
   }
   if (name == "cpu" && index && *index != 0) {
-    throw InvalidArgument("CPU device index must be absent or zero, got " +
-                          std::to_string(*index));
+    throw InvalidArgument("CPU device index must be absent or zero, got " + std::to_string(*index));
   }
   return Device(std::string(name), index);
 }
 
-Device parse_device(std::string_view text) { return parse_device(text, builtin_device_types()); }
+Device parse_device(std::string_view text) {
+  return parse_device(text, builtin_device_types());
+}
 
 }  // namespace backplane

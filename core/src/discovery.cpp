@@ -62,8 +62,8 @@ std::vector<std::filesystem::path> find_manifests(const std::vector<std::filesys
       }
     }
     if (ec) {
-      logger.log(LogLevel::kWarn, "cannot list plugin folder " + entry.string() + ": " +
-                                      ec.message());
+      logger.log(LogLevel::kWarn,
+                 "cannot list plugin folder " + entry.string() + ": " + ec.message());
     }
     std::sort(files.begin(), files.end());
     for (const std::filesystem::path& file : files) add(file);

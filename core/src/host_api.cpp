@@ -17,8 +17,8 @@ void host_log(bp_host_context* context, bp_log_level level, const char* message)
   const auto core_level = static_cast<LogLevel>(level > BP_LOG_DEBUG ? BP_LOG_DEBUG : level);
   if (context == nullptr || !context->logger->enabled(core_level)) return;
   try {
-    context->logger->log(core_level, "plugin '" + context->plugin_name + "': " +
-                                         (message != nullptr ? message : ""));
+    context->logger->log(core_level, "plugin '" + context->plugin_name +
+                                         "': " + (message != nullptr ? message : ""));
   } catch (...) {  // logging must never throw into a plugin
   }
 }
@@ -39,14 +39,22 @@ bp_status* make_status(bp_status_code code, const std::string& message) {
 
 const char* status_code_name(bp_status_code code) {
   switch (code) {
-    case BP_OK: return "ok";
-    case BP_INVALID_ARGUMENT: return "invalid argument";
-    case BP_NOT_FOUND: return "not found";
-    case BP_ALREADY_EXISTS: return "already exists";
-    case BP_UNAVAILABLE: return "unavailable";
-    case BP_UNIMPLEMENTED: return "unimplemented";
-    case BP_INTERNAL: return "internal";
-    case BP_OUT_OF_MEMORY: return "out of memory";
+    case BP_OK:
+      return "ok";
+    case BP_INVALID_ARGUMENT:
+      return "invalid argument";
+    case BP_NOT_FOUND:
+      return "not found";
+    case BP_ALREADY_EXISTS:
+      return "already exists";
+    case BP_UNAVAILABLE:
+      return "unavailable";
+    case BP_UNIMPLEMENTED:
+      return "unimplemented";
+    case BP_INTERNAL:
+      return "internal";
+    case BP_OUT_OF_MEMORY:
+      return "out of memory";
   }
   return "unknown status code";
 }

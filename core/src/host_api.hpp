@@ -28,7 +28,9 @@ struct StatusDeleter {
 using StatusPtr = std::unique_ptr<bp_status, StatusDeleter>;
 
 // Takes ownership of a status a plugin returned. Empty for success.
-inline StatusPtr adopt(bp_status* status) { return StatusPtr(status); }
+inline StatusPtr adopt(bp_status* status) {
+  return StatusPtr(status);
+}
 
 // Makes a status inside the core (for registrar replies).
 bp_status* make_status(bp_status_code code, const std::string& message);

@@ -46,8 +46,7 @@ boost::dll::shared_library open_library(const std::filesystem::path& path) {
 }  // namespace
 
 std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const Manifest& manifest, const Logger& logger,
-                                                 const Registry& committed,
-                                                 Registry& registered) {
+                                                 const Registry& committed, Registry& registered) {
   if (manifest.abi_major != BP_ABI_VERSION_MAJOR) {
     throw LoadError("manifest declares ABI " + abi_string(manifest.abi_major, manifest.abi_minor) +
                     "; this core loads ABI " + std::to_string(BP_ABI_VERSION_MAJOR) + ".x");
@@ -110,13 +109,17 @@ LoadedPlugin::~LoadedPlugin() {
   if (initialized_ && api_.shutdown != nullptr) api_.shutdown(state_);
 }
 
-std::string LoadedPlugin::version() const { return api_.version ? api_.version : ""; }
+std::string LoadedPlugin::version() const {
+  return api_.version ? api_.version : "";
+}
 
 std::string LoadedPlugin::abi_version() const {
   return abi_string(api_.abi_major, api_.abi_minor);
 }
 
-bool LoadedPlugin::has_memory_info() const { return api_.memory_info != nullptr; }
+bool LoadedPlugin::has_memory_info() const {
+  return api_.memory_info != nullptr;
+}
 
 bp_status* LoadedPlugin::memory_info(const std::string& type, int index, uint64_t* free_bytes,
                                      uint64_t* total_bytes) const {

@@ -17,10 +17,14 @@ LogLevel parse_log_level(std::string_view text, std::string_view source) {
 
 const char* to_string(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return "error";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kDebug: return "debug";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
   }
   return "unknown";
 }

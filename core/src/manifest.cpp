@@ -24,8 +24,7 @@ const json& require(const json& object, const char* key, const char* where) {
 std::string require_string(const json& object, const char* key, const char* where) {
   const json& value = require(object, key, where);
   if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
-    throw ManifestError(std::string("\"") + key + "\" in " + where +
-                        " must be a non-empty string");
+    throw ManifestError(std::string("\"") + key + "\" in " + where + " must be a non-empty string");
   }
   return value.get<std::string>();
 }

@@ -9,7 +9,9 @@
 namespace backplane::detail {
 namespace {
 
-std::string copy(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+std::string copy(const char* s) {
+  return s != nullptr ? std::string(s) : std::string();
+}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -124,7 +126,8 @@ bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc)
     std::string error;
     device.properties.push_back(read_property(d.properties[i], error));
     if (!error.empty()) {
-      return refuse(context, BP_INVALID_ARGUMENT, "add_device " + device.device.str() + ": " + error);
+      return refuse(context, BP_INVALID_ARGUMENT,
+                    "add_device " + device.device.str() + ": " + error);
     }
   }
   if (std::string reason = check_device(*context, device); !reason.empty()) {
@@ -180,9 +183,9 @@ std::string check_device(const bp_registrar_context& context, const DeviceInfo& 
            ")";
   }
   const int index = *device.device.index();
-  const auto expected = static_cast<int>(
-      std::count_if(context.pending.devices.begin(), context.pending.devices.end(),
-                    [&](const DeviceInfo& d) { return d.device.type() == type; }));
+  const auto expected =
+      static_cast<int>(std::count_if(context.pending.devices.begin(), context.pending.devices.end(),
+                                     [&](const DeviceInfo& d) { return d.device.type() == type; }));
   if (index != expected) {
     return label + ": indices must be registered in order from 0; expected " + type + ":" +
            std::to_string(expected);

@@ -15,9 +15,12 @@ namespace backplane {
 
 const char* to_string(PluginStatus status) {
   switch (status) {
-    case PluginStatus::kLoaded: return "loaded";
-    case PluginStatus::kFailed: return "failed";
-    case PluginStatus::kDisabled: return "disabled";
+    case PluginStatus::kLoaded:
+      return "loaded";
+    case PluginStatus::kFailed:
+      return "failed";
+    case PluginStatus::kDisabled:
+      return "disabled";
   }
   return "unknown";
 }
@@ -92,8 +95,8 @@ void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
   auto fail = [&](const std::string& reason) {
     info.status = PluginStatus::kFailed;
     info.error = reason;
-    logger->log(LogLevel::kWarn, "plugin '" + info.name + "' (" + manifest_path.string() +
-                                     ") skipped: " + reason);
+    logger->log(LogLevel::kWarn,
+                "plugin '" + info.name + "' (" + manifest_path.string() + ") skipped: " + reason);
     plugins.push_back(std::move(info));
   };
 
@@ -140,9 +143,10 @@ void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
   }
 
   for (const BackendInfo& backend : registered.backends) {
-    logger->log(LogLevel::kInfo,
-                "backend '" + backend.type + "' from plugin '" + backend.plugin + "': " +
-                    (backend.available ? "available" : "unavailable: " + backend.unavailable_reason));
+    logger->log(
+        LogLevel::kInfo,
+        "backend '" + backend.type + "' from plugin '" + backend.plugin + "': " +
+            (backend.available ? "available" : "unavailable: " + backend.unavailable_reason));
   }
   for (BackendInfo& backend : registered.backends) registry.backends.push_back(std::move(backend));
   for (DeviceInfo& device : registered.devices) registry.devices.push_back(std::move(device));
@@ -184,9 +188,15 @@ Runtime Runtime::open(const RuntimeOptions& options) {
 const std::vector<std::filesystem::path>& Runtime::search_path() const {
   return impl_->search_path;
 }
-const std::vector<PluginInfo>& Runtime::plugins() const { return impl_->plugins; }
-const std::vector<BackendInfo>& Runtime::backends() const { return impl_->registry.backends; }
-const std::vector<DeviceInfo>& Runtime::devices() const { return impl_->registry.devices; }
+const std::vector<PluginInfo>& Runtime::plugins() const {
+  return impl_->plugins;
+}
+const std::vector<BackendInfo>& Runtime::backends() const {
+  return impl_->registry.backends;
+}
+const std::vector<DeviceInfo>& Runtime::devices() const {
+  return impl_->registry.devices;
+}
 
 std::vector<DeviceInfo> Runtime::devices(std::string_view type) const {
   std::vector<DeviceInfo> out;

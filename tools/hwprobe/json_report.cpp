@@ -25,7 +25,9 @@ std::vector<std::string> capability_names(uint64_t capabilities) {
 
 namespace {
 
-json nullable(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+json nullable(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
 
 json property_value(const backplane::PropertyValue& value) {
   return std::visit([](const auto& v) { return json(v); }, value);

@@ -43,21 +43,21 @@ struct Invocation {
 Invocation parse_command_line(int argc, char** argv, const po::options_description& options,
                               bool& help, bool& version) {
   po::options_description hidden;
-  hidden.add_options()("command", po::value<std::string>())(
-      "args", po::value<std::vector<std::string>>());
+  hidden.add_options()("command", po::value<std::string>())("args",
+                                                            po::value<std::vector<std::string>>());
   po::options_description all;
   all.add(options).add(hidden);
   po::positional_options_description positional;
   positional.add("command", 1).add("args", -1);
 
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv)
-                .options(all)
-                .positional(positional)
-                .style(po::command_line_style::default_style &
-                       ~po::command_line_style::allow_guessing)
-                .run(),
-            vm);
+  po::store(
+      po::command_line_parser(argc, argv)
+          .options(all)
+          .positional(positional)
+          .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+          .run(),
+      vm);
   po::notify(vm);
 
   Invocation inv;
@@ -72,7 +72,8 @@ Invocation parse_command_line(int argc, char** argv, const po::options_descripti
 
 backplane::Runtime open_runtime(const Invocation& inv) {
   backplane::RuntimeOptions options = backplane::RuntimeOptions::from_environment();
-  if (!inv.log_level.empty()) options.log_level = backplane::parse_log_level(inv.log_level, "--log");
+  if (!inv.log_level.empty())
+    options.log_level = backplane::parse_log_level(inv.log_level, "--log");
   return backplane::Runtime::open(options);
 }
 

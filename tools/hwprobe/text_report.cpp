@@ -53,7 +53,8 @@ std::string details(const backplane::DeviceInfo& d) {
                     int_property(d, "numa_nodes") + " NUMA");
   }
   if (const backplane::Property* simd = find_property(d, "simd")) {
-    if (const auto* list = std::get_if<std::vector<std::string>>(&simd->value); list && !list->empty()) {
+    if (const auto* list = std::get_if<std::vector<std::string>>(&simd->value);
+        list && !list->empty()) {
       std::string joined;
       for (const std::string& f : *list) joined += (joined.empty() ? "" : " ") + f;
       parts.push_back(joined);

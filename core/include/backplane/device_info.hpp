@@ -80,9 +80,9 @@ BACKPLANE_API const char* to_string(PluginStatus status);
 struct PluginInfo {
   std::string name;  // the manifest's name, or the manifest file's stem when it is unreadable
   std::filesystem::path manifest;
-  std::filesystem::path library;  // resolved; empty when the manifest is unreadable
-  std::string version;            // as the plugin reports it; empty unless loaded
-  std::string abi_version;        // "1.1": the plugin's when loaded, else the manifest's
+  std::filesystem::path library;          // resolved; empty when the manifest is unreadable
+  std::string version;                    // as the plugin reports it; empty unless loaded
+  std::string abi_version;                // "1.1": the plugin's when loaded, else the manifest's
   std::vector<std::string> device_types;  // from the manifest
   PluginStatus status = PluginStatus::kFailed;
   std::string error;  // why it failed or was disabled

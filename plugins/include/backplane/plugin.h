@@ -126,8 +126,8 @@ typedef struct bp_property {
 
 /* Properties of a device type (one backend), used by the selection rules. */
 typedef enum bp_device_type_flag {
-  BP_TYPE_ACCELERATOR = 1u << 0,    /* not the host CPU */
-  BP_TYPE_AUTO_PLACEMENT = 1u << 1  /* device_map="auto" may place modules on it */
+  BP_TYPE_ACCELERATOR = 1u << 0,   /* not the host CPU */
+  BP_TYPE_AUTO_PLACEMENT = 1u << 1 /* device_map="auto" may place modules on it */
 } bp_device_type_flag;
 
 typedef struct bp_device_type_desc {
@@ -165,9 +165,9 @@ typedef struct bp_device_desc {
   const char* arch;                 /* "sm_90", "gfx90a", "x86_64"; NULL: unknown */
   int32_t compute_capability_major; /* -1: not applicable */
   int32_t compute_capability_minor;
-  uint64_t memory_total;            /* bytes */
-  uint64_t capabilities;            /* bp_device_capability bits */
-  int32_t simulated;                /* nonzero for devices described, not found */
+  uint64_t memory_total; /* bytes */
+  uint64_t capabilities; /* bp_device_capability bits */
+  int32_t simulated;     /* nonzero for devices described, not found */
   const bp_property* properties;
   size_t property_count;
 } bp_device_desc;

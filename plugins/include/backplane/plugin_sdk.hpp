@@ -100,7 +100,9 @@ struct MemoryInfo {
 };
 
 namespace detail {
-inline const char* c_str_or_null(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
+inline const char* c_str_or_null(const std::string& s) {
+  return s.empty() ? nullptr : s.c_str();
+}
 
 // Carries a status from the host through C++ code back to the trampoline unchanged.
 struct HostStatus {
@@ -197,8 +199,9 @@ namespace detail {
 template <class P, class = void>
 struct HasMemoryInfo : std::false_type {};
 template <class P>
-struct HasMemoryInfo<P, std::void_t<decltype(std::declval<P&>().memory_info(
-                            std::string_view{}, int{}))>> : std::true_type {};
+struct HasMemoryInfo<
+    P, std::void_t<decltype(std::declval<P&>().memory_info(std::string_view{}, int{}))>>
+    : std::true_type {};
 
 // Runs fn, turning every exception into a status made by the host. Never throws.
 template <class Fn>
@@ -258,8 +261,8 @@ struct Adapter {
       if constexpr (HasMemoryInfo<P>::value) {
         std::optional<MemoryInfo> info = state->plugin.memory_info(type, index);
         if (!info) {
-          throw Error(BP_NOT_FOUND, std::string("no device ") + type + ":" +
-                                        std::to_string(index) + " in this plugin");
+          throw Error(BP_NOT_FOUND, std::string("no device ") + type + ":" + std::to_string(index) +
+                                        " in this plugin");
         }
         *free_bytes = info->free_bytes;
         *total_bytes = info->total_bytes;
@@ -289,9 +292,9 @@ struct Adapter {
 
 // Defines the plugin's one exported symbol for class PLUGIN. NAME and VERSION are string
 // literals; NAME must equal the manifest's plugin name.
-#define BACKPLANE_PLUGIN(PLUGIN, NAME, VERSION)                                         \
-  extern "C" BP_PLUGIN_EXPORT const bp_plugin_api* backplane_plugin_get_api(            \
-      uint32_t host_abi_major, uint32_t /*host_abi_minor*/) {                           \
-    if (host_abi_major != BP_ABI_VERSION_MAJOR) return nullptr;                         \
-    return ::backplane::sdk::detail::Adapter<PLUGIN>::table(NAME, VERSION);             \
+#define BACKPLANE_PLUGIN(PLUGIN, NAME, VERSION)                              \
+  extern "C" BP_PLUGIN_EXPORT const bp_plugin_api* backplane_plugin_get_api( \
+      uint32_t host_abi_major, uint32_t /*host_abi_minor*/) {                \
+    if (host_abi_major != BP_ABI_VERSION_MAJOR) return nullptr;              \
+    return ::backplane::sdk::detail::Adapter<PLUGIN>::table(NAME, VERSION);  \
   }

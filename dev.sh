@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The project's two front-door commands, for a fresh Debian 12 machine (run as root, or as a
+# user with sudo). Each installs what is missing, builds incrementally, then:
+#   ./dev.sh hwprobe [ARGS...]   runs hwprobe (ARGS go to it, e.g. --json)
+#   ./dev.sh test                runs the whole test suite
+# Environment: BUILD_DIR (default ./build), BACKPLANE_WARNINGS_AS_ERRORS (default ON).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build_dir=${BUILD_DIR:-$root/build}
+
+# Debian packages the build and tests need; see README "Dependencies".
+packages=(
+  g++ cmake ninja-build ccache pkg-config
+  libboost-dev libboost-program-options-dev nlohmann-json3-dev
+  libhwloc-dev libcpu-features-dev libgtest-dev
+)
+
+install_missing_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "dev.sh: installing ${missing[*]}" >&2
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+configure() {
+  if [ ! -f "$build_dir/build.ninja" ]; then
+    cmake -S "$root" -B "$build_dir" -G Ninja \
+      -DBACKPLANE_WARNINGS_AS_ERRORS="${BACKPLANE_WARNINGS_AS_ERRORS:-ON}" >/dev/null
+  fi
+}
+
+usage() {
+  sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+[ $# -ge 1 ] || usage
+command=$1
+shift
+case "$command" in
+  hwprobe)
+    install_missing_packages
+    configure
+    cmake --build "$build_dir" --target hwprobe backplane_plugins >/dev/null
+    exec "$build_dir/bin/hwprobe" "$@"
+    ;;
+  test)
+    install_missing_packages
+    configure
+    cmake --build "$build_dir"
+    exec ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
+    ;;
+  *) usage ;;
+esac

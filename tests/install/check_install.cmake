@@ -1,0 +1,44 @@
+# Run by ctest: cmake -DBUILD_DIR=... -DPREFIX=... -P check_install.cmake
+file(REMOVE_RECURSE ${PREFIX})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed: ${rc}")
+endif()
+
+foreach(path bin/hwprobe lib/libbackplane.so lib/backplane/plugins/cpu.json
+        lib/backplane/plugins/libbackplane-cpu.so lib/backplane/plugins/mps.json
+        lib/backplane/plugins/libbackplane-mps.so include/backplane/plugin.h
+        include/backplane/plugin_sdk.hpp include/backplane/runtime.hpp
+        include/backplane/version.hpp)
+  if(NOT EXISTS ${PREFIX}/${path})
+    message(FATAL_ERROR "not installed: ${path}")
+  endif()
+endforeach()
+
+# A clean environment: no BACKPLANE_* variable may point the tool anywhere.
+execute_process(COMMAND env -u BACKPLANE_PLUGIN_PATH -u BACKPLANE_ADD_PLUGIN_PATH
+                        -u BACKPLANE_PLUGINS -u BACKPLANE_DISABLE_PLUGINS
+                        ${PREFIX}/bin/hwprobe --json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "installed hwprobe failed (${rc}): ${err}")
+endif()
+string(JSON plugin_count LENGTH "${out}" plugins)
+if(plugin_count LESS 2)
+  message(FATAL_ERROR "installed hwprobe found ${plugin_count} plugins: ${out}")
+endif()
+math(EXPR last "${plugin_count} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${out}" plugins ${i} name)
+  string(JSON status GET "${out}" plugins ${i} status)
+  string(JSON library GET "${out}" plugins ${i} library)
+  if(NOT status STREQUAL "loaded")
+    message(FATAL_ERROR "installed plugin ${name} is ${status}")
+  endif()
+  string(FIND "${library}" "${PREFIX}/lib/backplane/plugins/" at)
+  if(NOT at EQUAL 0)
+    message(FATAL_ERROR "plugin ${name} was loaded from ${library}, not from the install prefix")
+  endif()
+endforeach()
+message(STATUS "installed hwprobe loaded ${plugin_count} plugins from ${PREFIX}")
