@@ -118,6 +118,7 @@ bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc)
   device.memory_total = d.memory_total;
   device.capabilities = d.capabilities;
   device.simulated = d.simulated != 0;
+  device.visibility_variable = copy(d.visibility_variable);
   if (d.property_count > 0 && d.properties == nullptr) {
     return refuse(context, BP_INVALID_ARGUMENT,
                   "add_device " + device.device.str() + ": properties is NULL");

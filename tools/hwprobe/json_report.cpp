@@ -55,6 +55,7 @@ json device_json(const backplane::DeviceInfo& d) {
       {"memory_total", d.memory_total},
       {"capabilities", capability_names(d.capabilities)},
       {"simulated", d.simulated},
+      {"visibility_variable", nullable(d.visibility_variable)},
       {"properties", properties},
   };
 }

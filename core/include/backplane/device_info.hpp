@@ -56,6 +56,7 @@ struct DeviceInfo {
   uint64_t capabilities = 0;  // Capability bits
   bool simulated = false;
   std::vector<Property> properties;
+  std::string visibility_variable;  // what mapped physical_index to the index; empty: nothing
 
   bool has(Capability c) const { return (capabilities & c) != 0; }
 };

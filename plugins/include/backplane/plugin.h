@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_VERSION_MAJOR 1
-#define BP_ABI_VERSION_MINOR 1
+#define BP_ABI_VERSION_MINOR 2
 
 #if defined(_WIN32)
 #define BP_PLUGIN_EXPORT __declspec(dllexport)
@@ -170,6 +170,9 @@ typedef struct bp_device_desc {
   int32_t simulated;     /* nonzero for devices described, not found */
   const bp_property* properties;
   size_t property_count;
+  /* ---- 1.2 ---- */
+  /* The variable that mapped physical_index to index ("CUDA_VISIBLE_DEVICES"); NULL: none. */
+  const char* visibility_variable;
 } bp_device_desc;
 #define BP_DEVICE_DESC_SIZE_1_0 BP_STRUCT_SIZE(bp_device_desc, property_count)
 

@@ -92,6 +92,7 @@ struct DeviceSpec {
   uint64_t capabilities = 0;  // bp_device_capability bits
   bool simulated = false;
   std::vector<Property> properties;
+  std::string visibility_variable;  // empty: no variable mapped physical to logical
 };
 
 struct MemoryInfo {
@@ -153,6 +154,7 @@ class Registrar {
     desc.simulated = spec.simulated ? 1 : 0;
     desc.properties = properties.data();
     desc.property_count = properties.size();
+    desc.visibility_variable = detail::c_str_or_null(spec.visibility_variable);
     check(registrar_->add_device(registrar_->context, &desc));
   }
 
