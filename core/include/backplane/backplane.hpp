@@ -5,4 +5,5 @@
 #include <backplane/device_info.hpp>
 #include <backplane/error.hpp>
 #include <backplane/runtime.hpp>
+#include <backplane/units.hpp>
 #include <backplane/version.hpp>
