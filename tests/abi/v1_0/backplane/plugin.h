@@ -1,0 +1,211 @@
+/*
+ * backplane plugin ABI: the whole contract between the backplane core (the host) and a backend
+ * plugin. C99, no other header of this project needed. See plugins/README.md for the guide and
+ * plugins/CHANGELOG.md for what each minor version added.
+ *
+ * Versioning
+ *   The major version breaks; minor versions only append. Every extensible struct starts with
+ *   `struct_size` (set it to sizeof(the struct) as your header declares it) and `extension`
+ *   (reserved, NULL). A reader accepts any struct at least as large as the ABI 1.0 layout:
+ *   fields beyond the writer's struct_size read as zero/NULL, fields the reader does not know are
+ *   ignored. So a plugin built against an older or newer 1.x header loads in any 1.y host.
+ *
+ * Ownership and lifetime
+ *   - Strings and arrays a plugin passes to the host are borrowed for the duration of the call;
+ *     the host copies what it keeps.
+ *   - `bp_status` objects are made only by the host (bp_host_api.status_new). A status a plugin
+ *     returns passes to the host, which frees it. NULL means success.
+ *   - The plugin table returned by the entry symbol, and `name`/`version` in it, have static
+ *     storage duration in the plugin.
+ *   - The bp_host_api passed to init stays valid until shutdown returns; the registrar is valid
+ *     only during init.
+ *
+ * Threading
+ *   init and shutdown are called from one thread. memory_info may be called from many threads
+ *   at once. The host may call init more than once in one process (once per host runtime),
+ *   each call with its own state.
+ *
+ * Never
+ *   let a C++ exception, longjmp or signal cross this boundary; call exit(); change the
+ *   process environment; unload libraries the host loaded.
+ */
+#ifndef BACKPLANE_PLUGIN_H_
+#define BACKPLANE_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_ABI_VERSION_MAJOR 1
+#define BP_ABI_VERSION_MINOR 0
+
+#if defined(_WIN32)
+#define BP_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The one symbol a plugin exports. */
+#define BP_ENTRY_SYMBOL "backplane_plugin_get_api"
+
+/* Size of TYPE up to and including LAST_FIELD: how the host pins the size of each ABI version. */
+#define BP_STRUCT_SIZE(TYPE, LAST_FIELD) \
+  (offsetof(TYPE, LAST_FIELD) + sizeof(((TYPE*)0)->LAST_FIELD))
+
+typedef enum bp_status_code {
+  BP_OK = 0,
+  BP_INVALID_ARGUMENT = 1,
+  BP_NOT_FOUND = 2,
+  BP_ALREADY_EXISTS = 3,
+  BP_UNAVAILABLE = 4,
+  BP_UNIMPLEMENTED = 5,
+  BP_INTERNAL = 6,
+  BP_OUT_OF_MEMORY = 7
+} bp_status_code;
+
+typedef enum bp_log_level {
+  BP_LOG_ERROR = 0,
+  BP_LOG_WARN = 1,
+  BP_LOG_INFO = 2,
+  BP_LOG_DEBUG = 3
+} bp_log_level;
+
+/* An error: a code and a message. Opaque; made and freed by the host. */
+typedef struct bp_status bp_status;
+
+/* Host-side state behind bp_host_api and bp_registrar. Opaque to plugins. */
+typedef struct bp_host_context bp_host_context;
+typedef struct bp_registrar_context bp_registrar_context;
+
+/* The plugin's own per-init state. Opaque to the host. */
+typedef struct bp_plugin_state bp_plugin_state;
+
+/* What the host offers a plugin for its whole life (init until shutdown returns). */
+typedef struct bp_host_api {
+  size_t struct_size;
+  void* extension;
+  uint32_t abi_major; /* the host's ABI version */
+  uint32_t abi_minor;
+  bp_host_context* context;
+  /* Makes a status with a copy of message. Thread-safe. Returns NULL only for BP_OK. */
+  bp_status* (*status_new)(bp_host_context* context, bp_status_code code, const char* message);
+  /* Logs one line under the plugin's name; the host filters by BACKPLANE_LOG. Thread-safe. */
+  void (*log)(bp_host_context* context, bp_log_level level, const char* message);
+} bp_host_api;
+#define BP_HOST_API_SIZE_1_0 BP_STRUCT_SIZE(bp_host_api, log)
+
+/* A named value shown with a device (hwprobe's "properties"). Frozen: this struct never grows;
+ * a new kind of value gets a new bp_value_kind. */
+typedef enum bp_value_kind {
+  BP_VALUE_STRING = 0,
+  BP_VALUE_INT64 = 1,
+  BP_VALUE_FLOAT64 = 2,
+  BP_VALUE_BOOL = 3,
+  BP_VALUE_STRING_LIST = 4
+} bp_value_kind;
+
+typedef struct bp_string_list {
+  const char* const* items;
+  size_t count;
+} bp_string_list;
+
+typedef struct bp_property {
+  const char* name; /* [a-z0-9_]+, unique within one device */
+  bp_value_kind kind;
+  union {
+    const char* string;
+    int64_t int64;
+    double float64;
+    int32_t boolean;
+    bp_string_list string_list;
+  } value;
+} bp_property;
+
+/* Properties of a device type (one backend), used by the selection rules. */
+typedef enum bp_device_type_flag {
+  BP_TYPE_ACCELERATOR = 1u << 0,   /* not the host CPU */
+  BP_TYPE_AUTO_PLACEMENT = 1u << 1 /* device_map="auto" may place modules on it */
+} bp_device_type_flag;
+
+typedef struct bp_device_type_desc {
+  size_t struct_size;
+  void* extension;
+  const char* name;               /* device string name, [a-zA-Z_]+, also listed in the manifest */
+  const char* hub_key;            /* Hub-kernel device key ("cuda", "rocm"); NULL: same as name */
+  const char* collective_backend; /* "nccl", "gloo", ...; NULL: none */
+  int32_t training_priority;      /* training selection order, lower first; 0: never automatic */
+  uint32_t flags;                 /* bp_device_type_flag bits */
+  int32_t available;              /* nonzero when the backend can run work here */
+  const char* unavailable_reason; /* required when !available: specific, for a person to act on */
+} bp_device_type_desc;
+#define BP_DEVICE_TYPE_DESC_SIZE_1_0 BP_STRUCT_SIZE(bp_device_type_desc, unavailable_reason)
+
+typedef enum bp_device_capability {
+  BP_CAP_FP16 = 1u << 0,
+  BP_CAP_BF16 = 1u << 1,
+  BP_CAP_TF32 = 1u << 2,
+  BP_CAP_FP8 = 1u << 3,
+  BP_CAP_FP64 = 1u << 4,
+  BP_CAP_UNIFIED_MEMORY = 1u << 5
+} bp_device_capability;
+
+typedef struct bp_device_desc {
+  size_t struct_size;
+  void* extension;
+  const char* type;                 /* a type this plugin registered */
+  int32_t index;                    /* logical index: 0..n-1 per type, in enumeration order */
+  int32_t physical_index;           /* index before visibility variables; -1: unknown */
+  const char* name;                 /* "NVIDIA H100 80GB HBM3" */
+  const char* vendor;               /* "NVIDIA", "AMD", "Intel"; NULL: unknown */
+  const char* uuid;                 /* NULL: unknown */
+  const char* pci_bus_id;           /* "0000:18:00.0"; NULL: none */
+  const char* arch;                 /* "sm_90", "gfx90a", "x86_64"; NULL: unknown */
+  int32_t compute_capability_major; /* -1: not applicable */
+  int32_t compute_capability_minor;
+  uint64_t memory_total; /* bytes */
+  uint64_t capabilities; /* bp_device_capability bits */
+  int32_t simulated;     /* nonzero for devices described, not found */
+  const bp_property* properties;
+  size_t property_count;
+} bp_device_desc;
+#define BP_DEVICE_DESC_SIZE_1_0 BP_STRUCT_SIZE(bp_device_desc, property_count)
+
+/* Passed to init; valid only during init. Each call returns NULL or a status the plugin owns
+ * (usually returned from init as it is). */
+typedef struct bp_registrar {
+  size_t struct_size;
+  void* extension;
+  bp_registrar_context* context;
+  bp_status* (*add_device_type)(bp_registrar_context* context, const bp_device_type_desc* desc);
+  bp_status* (*add_device)(bp_registrar_context* context, const bp_device_desc* desc);
+} bp_registrar;
+#define BP_REGISTRAR_SIZE_1_0 BP_STRUCT_SIZE(bp_registrar, add_device)
+
+typedef struct bp_plugin_api {
+  size_t struct_size;
+  void* extension;
+  uint32_t abi_major; /* the ABI the plugin was built against */
+  uint32_t abi_minor;
+  const char* name;    /* the manifest's plugin name */
+  const char* version; /* the plugin's own version, free form */
+  /* Registers device types and devices. Required. `state` (out) is passed back to every later
+   * call; it may be NULL. On error the host calls nothing else, shutdown included. */
+  bp_status* (*init)(const bp_host_api* host, const bp_registrar* registrar,
+                     bp_plugin_state** state);
+  /* Optional. Called once, after the last use of anything from this init. */
+  void (*shutdown)(bp_plugin_state* state);
+} bp_plugin_api;
+#define BP_PLUGIN_API_SIZE_1_0 BP_STRUCT_SIZE(bp_plugin_api, shutdown)
+
+/* The entry symbol. The host passes its ABI version; the plugin returns its table, or NULL when
+ * it cannot serve a host of that major version. */
+typedef const bp_plugin_api* (*bp_get_api_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BACKPLANE_PLUGIN_H_ */

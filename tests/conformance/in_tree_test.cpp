@@ -1,0 +1,13 @@
+// Every in-tree plugin joins the conformance suite, one line each.
+#include <backplane/conformance.hpp>
+
+#ifdef BACKPLANE_HAVE_CPU_PLUGIN
+BACKPLANE_CONFORMANCE_SUITE(cpu, BACKPLANE_PLUGIN_BUILD_DIR "/cpu.json");
+#endif
+#ifdef BACKPLANE_HAVE_MPS_PLUGIN
+BACKPLANE_CONFORMANCE_SUITE(mps, BACKPLANE_PLUGIN_BUILD_DIR "/mps.json");
+#endif
+// Fake plugins that must pass (tests/fake_plugins): a plugin with devices, properties and
+// memory_info, and one built against the frozen ABI 1.0 header.
+BACKPLANE_CONFORMANCE_SUITE(fake_good, BACKPLANE_FAKE_GOOD_MANIFEST);
+BACKPLANE_CONFORMANCE_SUITE(fake_abi_1_0, BACKPLANE_FAKE_ABI_1_0_MANIFEST);
