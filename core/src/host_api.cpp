@@ -23,6 +23,14 @@ void host_log(bp_host_context* context, bp_log_level level, const char* message)
   }
 }
 
+void host_status_free(bp_host_context*, bp_status* status) {
+  StatusDeleter()(status);
+}
+
+const char* host_status_message(bp_host_context*, const bp_status* status) {
+  return status != nullptr ? status->message.c_str() : "";
+}
+
 }  // namespace
 
 void StatusDeleter::operator()(bp_status* status) const {
@@ -67,6 +75,8 @@ bp_host_api make_host_api(bp_host_context* context) {
   api.context = context;
   api.status_new = &host_status_new;
   api.log = &host_log;
+  api.status_free = &host_status_free;
+  api.status_message = &host_status_message;
   return api;
 }
 

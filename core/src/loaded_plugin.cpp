@@ -89,7 +89,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const Manifest& manifest, const
 
   plugin->host_context_ = bp_host_context{manifest.name, &logger};
   plugin->host_api_ = make_host_api(&plugin->host_context_);
-  bp_registrar_context context{&manifest, &committed, {}, {}};
+  bp_registrar_context context{&manifest, &committed, {}, {}, {}};
   const bp_registrar registrar = make_registrar(&context);
 
   StatusPtr status = adopt(api.init(&plugin->host_api_, &registrar, &plugin->state_));

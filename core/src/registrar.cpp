@@ -86,8 +86,13 @@ bp_status* add_device_type(bp_registrar_context* context, const bp_device_type_d
   backend.automatic_placement = (d.flags & BP_TYPE_AUTO_PLACEMENT) != 0;
   backend.available = d.available != 0;
   backend.unavailable_reason = copy(d.unavailable_reason);
+  backend.simulated = (d.flags & BP_TYPE_SIMULATED) != 0;
   if (std::string reason = check_device_type(*context, backend); !reason.empty()) {
     return refuse(context, BP_INVALID_ARGUMENT, reason);
+  }
+  if (const BackendInfo* owner = context->committed->find_backend(backend.type);
+      owner != nullptr && !replaces(backend, *owner)) {
+    backend.replaced_by = owner->plugin;  // registered, shown, but the incumbent stays
   }
   context->pending.backends.push_back(std::move(backend));
   return nullptr;
@@ -134,6 +139,9 @@ bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc)
   if (std::string reason = check_device(*context, device); !reason.empty()) {
     return refuse(context, BP_INVALID_ARGUMENT, reason);
   }
+  ++context->devices_per_type[device.device.type()];
+  // Devices of a backend that another one replaces are checked but not kept.
+  if (context->pending.find_backend(device.device.type()) == nullptr) return nullptr;
   context->pending.devices.push_back(std::move(device));
   return nullptr;
 } catch (const std::exception& e) {
@@ -141,6 +149,11 @@ bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc)
 }
 
 }  // namespace
+
+bool replaces(const BackendInfo& challenger, const BackendInfo& incumbent) {
+  if (challenger.simulated != incumbent.simulated) return challenger.simulated;
+  return challenger.available && !incumbent.available;
+}
 
 std::string check_device_type(const bp_registrar_context& context, const BackendInfo& backend) {
   const std::string& type = backend.type;
@@ -157,10 +170,11 @@ std::string check_device_type(const bp_registrar_context& context, const Backend
       std::find(owners.begin(), owners.end(), context.manifest->name) == owners.end()) {
     return "device type '" + type + "' is reserved for the plugins " + join(owners);
   }
-  if (context.pending.find_backend(type) != nullptr) {
-    return "device type '" + type + "' registered twice";
+  for (const BackendInfo& b : context.pending.backends) {
+    if (b.type == type) return "device type '" + type + "' registered twice";
   }
   if (const BackendInfo* owner = context.committed->find_backend(type)) {
+    if (replaces(backend, *owner) || replaces(*owner, backend)) return {};
     return "device type '" + type + "' is already provided by plugin '" + owner->plugin + "'";
   }
   if (!backend.available && backend.unavailable_reason.empty()) {
@@ -175,18 +189,20 @@ std::string check_device_type(const bp_registrar_context& context, const Backend
 std::string check_device(const bp_registrar_context& context, const DeviceInfo& device) {
   const std::string label = "device " + device.device.str();
   const std::string& type = device.device.type();
-  const BackendInfo* backend = context.pending.find_backend(type);
-  if (backend == nullptr) {
+  const auto registered =
+      std::find_if(context.pending.backends.begin(), context.pending.backends.end(),
+                   [&](const BackendInfo& b) { return b.type == type; });
+  if (registered == context.pending.backends.end()) {
     return label + ": its type must be registered by this plugin first";
   }
+  const BackendInfo* backend = &*registered;
   if (!backend->available) {
     return label + ": its backend is registered as unavailable (" + backend->unavailable_reason +
            ")";
   }
   const int index = *device.device.index();
-  const auto expected =
-      static_cast<int>(std::count_if(context.pending.devices.begin(), context.pending.devices.end(),
-                                     [&](const DeviceInfo& d) { return d.device.type() == type; }));
+  const auto counted = context.devices_per_type.find(type);
+  const int expected = counted == context.devices_per_type.end() ? 0 : counted->second;
   if (index != expected) {
     return label + ": indices must be registered in order from 0; expected " + type + ":" +
            std::to_string(expected);

@@ -10,6 +10,7 @@
 #include "logger.hpp"
 #include "manifest.hpp"
 #include "registry.hpp"
+#include "simulated_visibility.hpp"
 
 namespace backplane {
 
@@ -142,14 +143,14 @@ void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
     return fail(std::string("unexpected error while loading: ") + e.what());
   }
 
+  detail::apply_simulated_visibility(registered, detail::secure_env);
   for (const BackendInfo& backend : registered.backends) {
     logger->log(
         LogLevel::kInfo,
         "backend '" + backend.type + "' from plugin '" + backend.plugin + "': " +
             (backend.available ? "available" : "unavailable: " + backend.unavailable_reason));
   }
-  for (BackendInfo& backend : registered.backends) registry.backends.push_back(std::move(backend));
-  for (DeviceInfo& device : registered.devices) registry.devices.push_back(std::move(device));
+  registry.commit(std::move(registered));
   info.status = PluginStatus::kLoaded;
   logger->log(LogLevel::kInfo, "plugin '" + info.name + "' " + info.version + " loaded from " +
                                    info.library.string());

@@ -193,12 +193,14 @@ static bp_status* fake_register(const bp_host_api* host, const bp_registrar* reg
   (void)host;
   return NULL; /* an unavailable backend has no devices */
 #elif defined(FAKE_IGNORE_ERROR)
-  (void)host;
   status = fake_add_device(registrar, 0, "Fake Accelerator 0");
   if (status != NULL) return status;
-  /* Refused (empty name). The plugin drops the status on the floor (leaking it: the ABI only
-   * lets a plugin hand a status back) and carries on with a valid device 1. */
-  (void)fake_add_device(registrar, 1, "");
+  /* Refused (empty name). The plugin skips the device, frees the status (ABI 1.2) and carries
+   * on with a valid device 1: the host must still fail the plugin. */
+  status = fake_add_device(registrar, 1, "");
+  if (host->struct_size >= BP_STRUCT_SIZE(bp_host_api, status_free)) {
+    host->status_free(host->context, status);
+  }
   return fake_add_device(registrar, 1, "Fake Accelerator 1");
 #elif defined(FAKE_DEVICES_OUT_OF_ORDER)
   (void)host;

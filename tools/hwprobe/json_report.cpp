@@ -71,6 +71,9 @@ json backend_json(const backplane::BackendInfo& b) {
       {"training_priority", b.training_priority},
       {"accelerator", b.accelerator},
       {"automatic_placement", b.automatic_placement},
+      {"simulated", b.simulated},
+      {"replaced_by", nullable(b.replaced_by)},
+      {"visibility_notes", b.visibility_notes},
   };
 }
 

@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <cstdlib>
+
 #include "json_report.hpp"
 #include "text_report.hpp"
+#include "topology_option.hpp"
 
 namespace po = boost::program_options;
 
@@ -36,7 +39,9 @@ struct Invocation {
   std::string command;
   std::vector<std::string> args;
   bool json = false;
+  bool explain = false;
   std::string log_level;
+  std::string sim;  // --sim NAME|FILE
 };
 
 // Throws po::error for bad usage.
@@ -64,6 +69,8 @@ Invocation parse_command_line(int argc, char** argv, const po::options_descripti
   help = vm.count("help") > 0;
   version = vm.count("version") > 0;
   inv.json = vm.count("json") > 0;
+  inv.explain = vm.count("explain") > 0;
+  if (vm.count("sim")) inv.sim = vm["sim"].as<std::string>();
   if (vm.count("log")) inv.log_level = vm["log"].as<std::string>();
   if (vm.count("command")) inv.command = vm["command"].as<std::string>();
   if (vm.count("args")) inv.args = vm["args"].as<std::vector<std::string>>();
@@ -71,6 +78,11 @@ Invocation parse_command_line(int argc, char** argv, const po::options_descripti
 }
 
 backplane::Runtime open_runtime(const Invocation& inv) {
+  if (!inv.sim.empty()) {
+    // The sim plugin reads its topology from the environment, as it does for every host app.
+    const std::string topology = hwprobe::resolve_topology(inv.sim).string();
+    ::setenv("BACKPLANE_SIM_TOPOLOGY", topology.c_str(), 1);
+  }
   backplane::RuntimeOptions options = backplane::RuntimeOptions::from_environment();
   if (!inv.log_level.empty())
     options.log_level = backplane::parse_log_level(inv.log_level, "--log");
@@ -115,6 +127,8 @@ int run(const Invocation& inv) {
     const backplane::Runtime runtime = open_runtime(inv);
     if (inv.json) {
       std::cout << hwprobe::runtime_json(runtime).dump(2) << "\n";
+    } else if (inv.explain) {
+      hwprobe::print_explanation(std::cout, runtime);
     } else {
       hwprobe::print_runtime(std::cout, runtime);
     }
@@ -140,6 +154,10 @@ int main(int argc, char** argv) {
   po::options_description options(kUsage);
   options.add_options()("help,h", "show this help")("version", "show the version")(
       "json", "print JSON instead of tables")(
+      "explain", "say in words how each device was found and mapped to its index")(
+      "sim", po::value<std::string>()->value_name("NAME|FILE"),
+      "simulate a topology: a shipped one by name (h100x8, mi300x8, ...) or a JSON file; "
+      "sets BACKPLANE_SIM_TOPOLOGY")(
       "log", po::value<std::string>()->value_name("LEVEL"),
       "error|warn|info|debug: why each plugin was taken or skipped (overrides BACKPLANE_LOG)");
   try {

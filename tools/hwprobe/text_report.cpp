@@ -66,6 +66,15 @@ std::string details(const backplane::DeviceInfo& d) {
   return out;
 }
 
+std::string backend_status(const backplane::BackendInfo& b) {
+  if (!b.replaced_by.empty()) {
+    return "replaced by plugin '" + b.replaced_by + "'" +
+           (b.available ? "" : " (unavailable: " + b.unavailable_reason + ")");
+  }
+  std::string status = b.available ? "available" : "unavailable: " + b.unavailable_reason;
+  return b.simulated ? status + " (simulated)" : status;
+}
+
 }  // namespace
 
 std::string format_bytes(uint64_t bytes) {
@@ -85,10 +94,8 @@ void print_runtime(std::ostream& out, const backplane::Runtime& runtime) {
   out << "backplane " << BACKPLANE_VERSION_STRING << " (plugin ABI " << BP_ABI_VERSION_MAJOR << "."
       << BP_ABI_VERSION_MINOR << ")\n\nBackends\n";
   std::vector<Row> backends{{"TYPE", "PLUGIN", "STATUS"}};
-  for (const auto& b : runtime.backends()) {
-    backends.push_back(
-        {b.type, b.plugin, b.available ? "available" : "unavailable: " + b.unavailable_reason});
-  }
+  for (const auto& b : runtime.backends())
+    backends.push_back({b.type, b.plugin, backend_status(b)});
   if (runtime.backends().empty()) backends.push_back({"(none)", "", ""});
   print_table(out, backends);
 
@@ -128,6 +135,28 @@ void print_plugins(std::ostream& out, const backplane::Runtime& runtime) {
   }
   if (runtime.plugins().empty()) rows.push_back({"(none found)", "", ""});
   print_table(out, rows);
+}
+
+void print_explanation(std::ostream& out, const backplane::Runtime& runtime) {
+  for (const backplane::BackendInfo& b : runtime.backends()) {
+    out << b.type << " (plugin " << b.plugin << "): " << backend_status(b) << "\n";
+    for (const std::string& note : b.visibility_notes) out << "  " << note << "\n";
+    if (!b.replaced_by.empty() || !b.available) continue;
+    const std::vector<backplane::DeviceInfo> devices = runtime.devices(b.type);
+    if (devices.empty()) out << "  no devices\n";
+    for (const backplane::DeviceInfo& d : devices) {
+      out << "  " << d.device.str() << " is " << (d.simulated ? "simulated " : "") << d.name;
+      if (d.physical_index >= 0) {
+        out << ", physical device " << d.physical_index;
+        if (!d.visibility_variable.empty()) {
+          out << ", mapped to index " << *d.device.index() << " by " << d.visibility_variable;
+        } else if (d.physical_index == *d.device.index()) {
+          out << ", no visibility variable applies";
+        }
+      }
+      out << "\n";
+    }
+  }
 }
 
 }  // namespace hwprobe

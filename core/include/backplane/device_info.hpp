@@ -72,6 +72,13 @@ struct BackendInfo {
   bool automatic_placement = false;
   bool available = false;
   std::string unavailable_reason;
+  bool simulated = false;  // devices described by a topology, not found
+  // The plugin whose backend of the same type took this one's place; empty while active.
+  // A simulated backend replaces a real one; an available one replaces an unavailable one.
+  std::string replaced_by;
+  // How the visibility variables were applied, one step per line (simulated backends; real
+  // vendor runtimes apply them out of sight).
+  std::vector<std::string> visibility_notes;
 };
 
 enum class PluginStatus { kLoaded, kFailed, kDisabled };

@@ -217,7 +217,7 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 
 // The rule for a device type and vendor, over `devices` in the runtime's enumeration order:
 //   cuda + nvidia (or any vendor but amd/rocm): cuda_order, then cuda_visible;
-//   cuda + amd or rocm, and hip: rocm_visible;
+//   cuda + amd or rocm, and the rocm and hip types: rocm_visible;
 //   xpu: level_zero_visible (each device is a root; sub_device says which tile);
 //   npu: ascend_visible; hpu: HABANA_VISIBLE_MODULES; musa: MUSA_VISIBLE_DEVICES
 //   (index_list_visible); mlu: mlu_visible; neuron: neuron_visible_cores, one device per core;

@@ -72,7 +72,7 @@ Visibility visible_for(std::string_view type, std::string_view vendor, const Env
   const int count = static_cast<int>(devices.size());
   const bool amd = vendor == "amd" || vendor == "rocm";
 
-  if (type == "hip" || (type == "cuda" && amd)) {
+  if (type == "hip" || type == "rocm" || (type == "cuda" && amd)) {
     RocmVariables variables;
     variables.rocr_visible_devices = read(env, "ROCR_VISIBLE_DEVICES");
     variables.hip_visible_devices = read(env, "HIP_VISIBLE_DEVICES");

@@ -94,6 +94,12 @@ typedef struct bp_host_api {
   bp_status* (*status_new)(bp_host_context* context, bp_status_code code, const char* message);
   /* Logs one line under the plugin's name; the host filters by BACKPLANE_LOG. Thread-safe. */
   void (*log)(bp_host_context* context, bp_log_level level, const char* message);
+  /* ---- 1.2 ---- */
+  /* Frees a status the plugin received from the host and will not return (a refused
+   * registration it chose to skip). NULL is ignored. */
+  void (*status_free)(bp_host_context* context, bp_status* status);
+  /* The message of a status; valid until the status is freed or returned. */
+  const char* (*status_message)(bp_host_context* context, const bp_status* status);
 } bp_host_api;
 #define BP_HOST_API_SIZE_1_0 BP_STRUCT_SIZE(bp_host_api, log)
 
@@ -126,8 +132,9 @@ typedef struct bp_property {
 
 /* Properties of a device type (one backend), used by the selection rules. */
 typedef enum bp_device_type_flag {
-  BP_TYPE_ACCELERATOR = 1u << 0,   /* not the host CPU */
-  BP_TYPE_AUTO_PLACEMENT = 1u << 1 /* device_map="auto" may place modules on it */
+  BP_TYPE_ACCELERATOR = 1u << 0,    /* not the host CPU */
+  BP_TYPE_AUTO_PLACEMENT = 1u << 1, /* device_map="auto" may place modules on it */
+  BP_TYPE_SIMULATED = 1u << 2       /* 1.2: described, not found; stands in for the real one */
 } bp_device_type_flag;
 
 typedef struct bp_device_type_desc {
