@@ -1,0 +1,243 @@
+// Simulated topologies x visibility settings -> the devices a program sees, in order.
+// Each row runs the sim plugin alone through a real Runtime, as a host application would.
+#include <backplane/backplane.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scoped_environment.hpp"
+
+namespace {
+
+using backplane::Runtime;
+using backplane::RuntimeOptions;
+
+// Variables any row may set; every row starts with all of them unset.
+const char* const kVisibilityVariables[] = {
+    "CUDA_VISIBLE_DEVICES",     "CUDA_DEVICE_ORDER",
+    "ROCR_VISIBLE_DEVICES",     "HIP_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",       "ZE_AFFINITY_MASK",
+    "ZE_FLAT_DEVICE_HIERARCHY", "ZE_ENABLE_PCI_ID_DEVICE_ORDER",
+    "HABANA_VISIBLE_MODULES",   "NEURON_RT_VISIBLE_CORES"};
+
+Runtime open_sim(backplane::testing::ScopedEnvironment& env, const std::string& topology,
+                 const std::map<std::string, std::string>& variables,
+                 std::vector<std::string> plugins = {"sim"}) {
+  for (const char* name : kVisibilityVariables) env.unset(name);
+  env.set("BACKPLANE_SIM_TOPOLOGY", std::string(TOPOLOGY_DIR) + "/" + topology + ".json");
+  for (const auto& [name, value] : variables) env.set(name, value);
+  RuntimeOptions options;
+  options.plugin_path = std::vector<std::filesystem::path>{PLUGIN_BUILD_DIR};
+  options.only_plugins = std::move(plugins);
+  options.log_sink = [](backplane::LogLevel, const std::string&) {};
+  return Runtime::open(options);
+}
+
+struct Row {
+  const char* topology;
+  std::map<std::string, std::string> variables;
+  const char* type;
+  std::vector<int> physical;  // physical index of logical device 0, 1, ...
+  const char* variable;       // the variable that mapped them; "" for none
+};
+
+void PrintTo(const Row& row, std::ostream* os) {
+  *os << row.topology << " " << row.type;
+  for (const auto& [name, value] : row.variables) *os << " " << name << "='" << value << "'";
+}
+
+class SimVisibility : public ::testing::TestWithParam<Row> {};
+
+TEST_P(SimVisibility, DevicesInLogicalOrder) {
+  const Row& row = GetParam();
+  backplane::testing::ScopedEnvironment env;
+  const Runtime runtime = open_sim(env, row.topology, row.variables);
+  const backplane::BackendInfo* backend = runtime.backend(row.type);
+  ASSERT_NE(backend, nullptr);
+  EXPECT_TRUE(backend->available) << backend->unavailable_reason;
+  EXPECT_TRUE(backend->simulated);
+  EXPECT_FALSE(backend->visibility_notes.empty());
+
+  std::vector<int> physical;
+  const auto devices = runtime.devices(row.type);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    EXPECT_EQ(*devices[i].device.index(), static_cast<int>(i));
+    EXPECT_TRUE(devices[i].simulated);
+    EXPECT_EQ(devices[i].visibility_variable, row.variable);
+    physical.push_back(devices[i].physical_index);
+  }
+  EXPECT_EQ(physical, row.physical);
+}
+
+using Vars = std::map<std::string, std::string>;
+
+INSTANTIATE_TEST_SUITE_P(
+    Topologies, SimVisibility,
+    ::testing::Values(
+        // 8 identical GPUs: FASTEST_FIRST ties fall back to PCI order.
+        Row{"h100x8", {}, "cuda", {0, 1, 2, 3, 4, 5, 6, 7}, ""},
+        Row{"h100x8",
+            Vars{{"CUDA_VISIBLE_DEVICES", "3,1"}},
+            "cuda",
+            {3, 1},
+            "CUDA_VISIBLE_DEVICES"},
+        Row{"h100x8", Vars{{"CUDA_VISIBLE_DEVICES", ""}}, "cuda", {}, "CUDA_VISIBLE_DEVICES"},
+        Row{"h100x8", Vars{{"CUDA_VISIBLE_DEVICES", "1,1"}}, "cuda", {}, "CUDA_VISIBLE_DEVICES"},
+        Row{"h100x8", Vars{{"CUDA_VISIBLE_DEVICES", "2,9,1"}}, "cuda", {2}, "CUDA_VISIBLE_DEVICES"},
+        Row{"h100x8",
+            Vars{{"CUDA_VISIBLE_DEVICES", "1gpu2, 4"}},
+            "cuda",
+            {1, 4},
+            "CUDA_VISIBLE_DEVICES"},
+        Row{"h100x8",
+            Vars{{"CUDA_VISIBLE_DEVICES", "GPU-8d116ece,GPU-6513"}},
+            "cuda",
+            {5, 0},
+            "CUDA_VISIBLE_DEVICES"},
+        // A100 is faster than the RTX A4000 on the lower PCI bus.
+        Row{"mixed", {}, "cuda", {1, 0}, ""},
+        Row{"mixed",
+            Vars{{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}},
+            "cuda",
+            {0, 1},
+            "CUDA_DEVICE_ORDER"},
+        Row{"mixed", Vars{{"CUDA_VISIBLE_DEVICES", "0"}}, "cuda", {1}, "CUDA_VISIBLE_DEVICES"},
+        Row{"mixed",
+            Vars{{"CUDA_VISIBLE_DEVICES", "0"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}},
+            "cuda",
+            {0},
+            "CUDA_VISIBLE_DEVICES"},
+        // With NVIDIA present, AMD GPUs answer only to rocm.
+        Row{"mixed", {}, "rocm", {0}, ""},
+        Row{"mixed", Vars{{"HABANA_VISIBLE_MODULES", "1"}}, "hpu", {1}, "HABANA_VISIBLE_MODULES"},
+        Row{"mi300x8",
+            Vars{{"ROCR_VISIBLE_DEVICES", "2,3"}, {"HIP_VISIBLE_DEVICES", "1"}},
+            "cuda",
+            {3},
+            "HIP_VISIBLE_DEVICES"},
+        Row{"mi300x8",
+            Vars{{"ROCR_VISIBLE_DEVICES", "5,4"}},
+            "rocm",
+            {5, 4},
+            "ROCR_VISIBLE_DEVICES"},
+        Row{"mi300x8", Vars{{"CUDA_VISIBLE_DEVICES", "7"}}, "cuda", {7}, "CUDA_VISIBLE_DEVICES"},
+        // Level Zero: FLAT (default) makes each of the 2 tiles a device; no reordering.
+        Row{"intel-max1550x4", {}, "xpu", {0, 0, 1, 1, 2, 2, 3, 3}, ""},
+        Row{"intel-max1550x4",
+            Vars{{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}},
+            "xpu",
+            {0, 1, 2, 3},
+            ""},
+        Row{"intel-max1550x4",
+            Vars{{"ZE_AFFINITY_MASK", "3,1"}},
+            "xpu",
+            {0, 1},
+            "ZE_AFFINITY_MASK"},
+        Row{"trn1-32xlarge",
+            Vars{{"NEURON_RT_VISIBLE_CORES", "4-7"}},
+            "neuron",
+            {4, 5, 6, 7},
+            "NEURON_RT_VISIBLE_CORES"},
+        Row{"apple-m2-ultra", {}, "mps", {0}, ""}));
+
+TEST(SimTopology, ARefusedValueMakesTheBackendUnavailable) {
+  backplane::testing::ScopedEnvironment env;
+  const Runtime runtime =
+      open_sim(env, "mi300x8", {{"ROCR_VISIBLE_DEVICES", "1,2"}, {"HIP_VISIBLE_DEVICES", "0,1,2"}});
+  const backplane::BackendInfo* cuda = runtime.backend("cuda");
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_FALSE(cuda->available);
+  EXPECT_NE(cuda->unavailable_reason.find("HIP_VISIBLE_DEVICES='0,1,2' lists 3 devices"),
+            std::string::npos)
+      << cuda->unavailable_reason;
+  EXPECT_TRUE(runtime.devices("cuda").empty());
+
+  const Runtime neuron = open_sim(env, "trn1-32xlarge", {{"NEURON_RT_VISIBLE_CORES", "four"}});
+  ASSERT_NE(neuron.backend("neuron"), nullptr);
+  EXPECT_FALSE(neuron.backend("neuron")->available);
+  EXPECT_NE(neuron.backend("neuron")->unavailable_reason.find("NEURON_RT_VISIBLE_CORES"),
+            std::string::npos);
+}
+
+TEST(SimTopology, DevicesCarryTheTopologysFacts) {
+  backplane::testing::ScopedEnvironment env;
+  const Runtime runtime = open_sim(env, "mixed", {});
+  const backplane::DeviceInfo& a100 = runtime.device(backplane::Device("cuda", 0));
+  EXPECT_EQ(a100.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(a100.memory_total, 81920ull << 20);
+  ASSERT_TRUE(a100.compute_capability);
+  EXPECT_EQ(a100.compute_capability->str(), "8.0");
+  EXPECT_EQ(a100.arch, "sm_80");
+  EXPECT_EQ(a100.pci_bus_id, "0000:81:00.0");
+  EXPECT_TRUE(a100.has(backplane::kCapBf16));
+  const backplane::DeviceInfo& mi210 = runtime.device(backplane::Device("rocm", 0));
+  EXPECT_EQ(mi210.vendor, "amd");
+  EXPECT_EQ(runtime.backend("rocm")->hub_key, "rocm");
+  EXPECT_EQ(runtime.backend("hpu")->collective_backend, "hccl");
+}
+
+TEST(SimTopology, SimulatedBackendsReplaceRealOnes) {
+  backplane::testing::ScopedEnvironment env;
+  const Runtime runtime = open_sim(env, "h100x8", {}, {"cuda", "sim", "cpu"});
+  const backplane::BackendInfo* cuda = runtime.backend("cuda");
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_EQ(cuda->plugin, "sim");
+  EXPECT_EQ(runtime.devices("cuda").size(), 8u);
+  bool real_replaced = false;
+  for (const backplane::BackendInfo& b : runtime.backends()) {
+    if (b.type == "cuda" && b.plugin == "cuda") real_replaced = b.replaced_by == "sim";
+  }
+  EXPECT_TRUE(real_replaced);
+  EXPECT_EQ(runtime.devices("cpu").size(), 1u);  // untouched
+}
+
+TEST(SimTopology, ABadTopologyFailsTheSimPluginAlone) {
+  backplane::testing::ScopedEnvironment env;
+  const std::filesystem::path bad = std::filesystem::temp_directory_path() /
+                                    ("bad-topology-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(bad) << R"({"devices": [{"type": "gpu", "name": "x", "memory": "1GiB"}]})";
+  env.set("BACKPLANE_SIM_TOPOLOGY", bad.string());
+  RuntimeOptions options;
+  options.plugin_path = std::vector<std::filesystem::path>{PLUGIN_BUILD_DIR};
+  options.only_plugins = std::vector<std::string>{"sim", "cpu"};
+  options.log_sink = [](backplane::LogLevel, const std::string&) {};
+  const Runtime runtime = Runtime::open(options);
+  std::filesystem::remove(bad);
+  for (const backplane::PluginInfo& p : runtime.plugins()) {
+    if (p.name == "sim") {
+      EXPECT_EQ(p.status, backplane::PluginStatus::kFailed);
+      EXPECT_NE(p.error.find("device 0 has type \"gpu\"; a topology may declare cuda"),
+                std::string::npos)
+          << p.error;
+      EXPECT_NE(p.error.find(bad.string()), std::string::npos);
+    }
+    if (p.name == "cpu") {
+      EXPECT_EQ(p.status, backplane::PluginStatus::kLoaded);
+    }
+  }
+}
+
+TEST(SimTopology, InactiveWithoutTheVariable) {
+  backplane::testing::ScopedEnvironment env;
+  env.unset("BACKPLANE_SIM_TOPOLOGY");
+  RuntimeOptions options;
+  options.plugin_path = std::vector<std::filesystem::path>{PLUGIN_BUILD_DIR};
+  options.only_plugins = std::vector<std::string>{"sim"};
+  const Runtime runtime = Runtime::open(options);
+  EXPECT_TRUE(runtime.backends().empty());
+  EXPECT_TRUE(runtime.devices().empty());
+  for (const backplane::PluginInfo& p : runtime.plugins()) {
+    if (p.name == "sim") {
+      EXPECT_EQ(p.status, backplane::PluginStatus::kLoaded);
+    }
+  }
+}
+
+}  // namespace
