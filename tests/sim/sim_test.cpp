@@ -134,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
             Vars{{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}},
             "xpu",
             {0, 1, 2, 3},
-            ""},
+            "ZE_FLAT_DEVICE_HIERARCHY"},
         Row{"intel-max1550x4",
             Vars{{"ZE_AFFINITY_MASK", "3,1"}},
             "xpu",
