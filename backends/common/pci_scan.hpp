@@ -1,6 +1,7 @@
 // A scan of the PCI bus for display, 3D and processing-accelerator controllers, so a plugin
 // whose vendor runtime is missing can say "2 NVIDIA devices on the PCI bus but no usable
-// driver" instead of just "no devices". Read with hwloc's I/O discovery (Linux sysfs).
+// driver" instead of just "no devices". Read from Linux sysfs, as hwloc's Linux backend does;
+// empty elsewhere.
 #pragma once
 
 #include <cstdint>
