@@ -14,6 +14,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev
   libhwloc-dev libcpu-features-dev libgtest-dev
+  libze-dev libamdhip64-dev
 )
 
 install_missing_packages() {

@@ -79,7 +79,7 @@ class HipRuntime {
   }
 
  private:
-  DynamicLibrary library_;
+  backends::DynamicLibrary library_;
 };
 
 }  // namespace backplane::rocm

@@ -34,7 +34,7 @@ class ZeLoader {
   decltype(&::zeDevicePciGetPropertiesExt) device_pci_get_properties_ext = nullptr;
 
  private:
-  DynamicLibrary library_;
+  backends::DynamicLibrary library_;
 };
 
 }  // namespace backplane::xpu

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-namespace backplane::rocm {
+namespace backplane::backends {
 
 class DynamicLibrary {
  public:
@@ -42,4 +42,4 @@ class DynamicLibrary {
   std::unique_ptr<void, Closer> handle_;
 };
 
-}  // namespace backplane::rocm
+}  // namespace backplane::backends
