@@ -192,3 +192,69 @@ TEST(HwprobeEnvironment, ABrokenAddedPluginFailsAloneAndIsSearchedFirst) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(HwprobeSim, ShippedTopologyByName) {
+  const json j = parse_json(hwprobe({"--json", "--sim", "h100x8"}));
+  int cuda_devices = 0;
+  for (const json& d : j["devices"]) {
+    if (d["type"] != "cuda") continue;
+    ++cuda_devices;
+    EXPECT_EQ(d["simulated"], true);
+    EXPECT_EQ(d["compute_capability"], "9.0");
+    EXPECT_EQ(d["arch"], "sm_90");
+    EXPECT_TRUE(d["uuid"].get<std::string>().rfind("GPU-", 0) == 0);
+    EXPECT_EQ(d["physical_index"], d["index"]);
+  }
+  EXPECT_EQ(cuda_devices, 8);
+  bool real_cuda_replaced = false;
+  for (const json& b : j["backends"]) {
+    if (b["type"] == "cuda" && b["plugin"] == "cuda")
+      real_cuda_replaced = b["replaced_by"] == "sim";
+  }
+  EXPECT_TRUE(real_cuda_replaced);
+}
+
+TEST(HwprobeSim, VisibilityVariablesApplyAndAreExplained) {
+  const json j =
+      parse_json(hwprobe({"--json", "--sim", "h100x8"}, {{"CUDA_VISIBLE_DEVICES", "5,2"}}));
+  std::vector<int> physical;
+  for (const json& d : j["devices"]) {
+    if (d["type"] != "cuda") continue;
+    physical.push_back(d["physical_index"].get<int>());
+    EXPECT_EQ(d["visibility_variable"], "CUDA_VISIBLE_DEVICES");
+  }
+  EXPECT_EQ(physical, (std::vector<int>{5, 2}));
+
+  const ProcessResult explain =
+      hwprobe({"--explain", "--sim", "h100x8"}, {{"CUDA_VISIBLE_DEVICES", "5,2"}});
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_NE(explain.out.find("cuda:0 is simulated NVIDIA H100 80GB HBM3, physical device 5, "
+                             "mapped to index 0 by CUDA_VISIBLE_DEVICES"),
+            std::string::npos)
+      << explain.out;
+  EXPECT_NE(explain.out.find("CUDA_VISIBLE_DEVICES='5,2': 2 devices visible"), std::string::npos);
+}
+
+TEST(HwprobeSim, UnknownTopologyExitsTwoAndListsTheShippedOnes) {
+  const ProcessResult r = hwprobe({"--sim", "dgx-z"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--sim 'dgx-z' is neither a topology file nor a shipped topology; "
+                       "shipped: apple-m2-ultra, h100x8"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HwprobeAccelerators, UnavailableBackendsStillExitZeroWithReasons) {
+  const json j = parse_json(hwprobe({"--json"}));
+  for (const char* type : {"cuda", "rocm", "xpu"}) {
+    const json* backend = find_by(j["backends"], "type", type);
+    if (backend == nullptr) continue;  // plugin skipped at configure time
+    if ((*backend)["available"] == false) {
+      EXPECT_FALSE((*backend)["reason"].get<std::string>().empty()) << type;
+    }
+  }
+}
+
+}  // namespace
