@@ -1,0 +1,62 @@
+#include "command.hpp"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "topology_option.hpp"
+
+namespace po = boost::program_options;
+
+namespace hwprobe {
+
+void add_common_options(po::options_description& description, CommonOptions& common) {
+  description.add_options()("json", po::bool_switch(&common.json), "print JSON instead of text")(
+      "log", po::value(&common.log_level)->value_name("LEVEL"),
+      "error|warn|info|debug: why each plugin was taken or skipped (overrides BACKPLANE_LOG)")(
+      "sim", po::value(&common.sim)->value_name("NAME|FILE"),
+      "simulate a topology: a shipped one by name (h100x8, mi300x8, ...) or a JSON file; sets "
+      "BACKPLANE_SIM_TOPOLOGY")("help,h", po::bool_switch(&common.help), "show this help");
+}
+
+void parse_command_args(const std::vector<std::string>& args,
+                        const po::options_description& description, const std::string& positional,
+                        po::variables_map& vm) {
+  po::positional_options_description words;
+  if (!positional.empty()) words.add(positional.c_str(), -1);
+  po::store(
+      po::command_line_parser(args)
+          .options(description)
+          .positional(words)
+          .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+          .run(),
+      vm);
+  po::notify(vm);
+}
+
+backplane::Runtime open_runtime(const CommonOptions& common) {
+  if (!common.sim.empty()) {
+    // The sim plugin reads its topology from the environment, as it does in every host app.
+    const std::string topology = resolve_topology(common.sim).string();
+    ::setenv("BACKPLANE_SIM_TOPOLOGY", topology.c_str(), 1);
+  }
+  backplane::RuntimeOptions options = backplane::RuntimeOptions::from_environment();
+  if (!common.log_level.empty()) {
+    options.log_level = backplane::parse_log_level(common.log_level, "--log");
+  }
+  return backplane::Runtime::open(options);
+}
+
+void print_command_help(const std::string& usage, const po::options_description& description) {
+  std::cout << "Usage: " << usage << "\n\n" << description << "\n";
+}
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> list = {
+      {"report", "backends, devices and plugins found on this machine (the default)", &run_report},
+      {"parse", "parse device strings (\"cuda:0\", \"cpu\") into type and index", &run_parse},
+      {"plugins", "the plugin search path and what became of each manifest", &run_plugins},
+  };
+  return list;
+}
+
+}  // namespace hwprobe

@@ -1,0 +1,57 @@
+// What every hwprobe command shares: exit codes, the common options, opening the runtime, and
+// parsing a command's own arguments. Each command lives in its own <name>_command.cpp.
+#pragma once
+
+#include <backplane/backplane.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hwprobe {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // anything but bad input
+constexpr int kExitUsage = 2;    // bad usage or bad input; the message is on stderr
+
+// --json, --log LEVEL, --sim NAME|FILE, --help: taken by every command.
+struct CommonOptions {
+  bool json = false;
+  bool help = false;
+  std::string log_level;
+  std::string sim;
+};
+
+// Adds the common options to `description`, bound to `common`.
+void add_common_options(boost::program_options::options_description& description,
+                        CommonOptions& common);
+
+// Parses a command's words (after its name) into `vm`; `positional` names the option that
+// collects the remaining words ("" for none). Throws boost::program_options::error.
+void parse_command_args(const std::vector<std::string>& args,
+                        const boost::program_options::options_description& description,
+                        const std::string& positional, boost::program_options::variables_map& vm);
+
+// Applies --sim (sets BACKPLANE_SIM_TOPOLOGY) and --log, then opens the runtime.
+backplane::Runtime open_runtime(const CommonOptions& common);
+
+// "Usage: hwprobe NAME ..." plus the options, on stdout.
+void print_command_help(const std::string& usage,
+                        const boost::program_options::options_description& description);
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+// The commands, in the order `hwprobe --help` lists them. The first, "report", runs when the
+// first word is not a command name.
+const std::vector<Command>& commands();
+
+int run_report(const std::vector<std::string>& args);
+int run_parse(const std::vector<std::string>& args);
+int run_plugins(const std::vector<std::string>& args);
+
+}  // namespace hwprobe
