@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Creates (once) and prints the path of the Python virtual environment that holds the pinned
+# oracles of tests/python/requirements.txt. It lives outside the repository, keyed by the
+# requirements' hash, so a second run is instant: ${BACKPLANE_VENV_ROOT:-~/.cache/backplane}.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+requirements=$here/requirements.txt
+key=$(sha256sum "$requirements" | cut -c1-12)
+venv=${BACKPLANE_VENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/backplane}/venv-$key
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
+  python=$(command -v python3) || { echo "venv.sh: python3 is needed" >&2; exit 1; }
+  if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
+    echo "venv.sh: python3 lacks venv/ensurepip (apt-get install python3-venv)" >&2
+    exit 1
+  fi
+  rm -rf "$venv"
+  echo "venv.sh: creating $venv (torch, transformers, accelerate: a few GiB, once)" >&2
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" >&2
+  touch "$venv/.complete"
+fi
+echo "$venv"
