@@ -6,7 +6,12 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 requirements=$here/requirements.txt
 key=$(sha256sum "$requirements" | cut -c1-12)
-venv=${BACKPLANE_VENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/backplane}/venv-$key
+root=${BACKPLANE_VENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/backplane}
+venv=$root/venv-$key
+mkdir -p "$root"
+# One creator at a time: parallel test runs wait here instead of racing on the folder.
+exec 9>"$root/venv-$key.lock"
+flock 9
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
   python=$(command -v python3) || { echo "venv.sh: python3 is needed" >&2; exit 1; }
   if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
