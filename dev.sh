@@ -9,17 +9,21 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 
-# Debian packages the build and tests need; see README "Dependencies".
+# Debian packages the build needs; see README "Dependencies".
 packages=(
   g++ cmake ninja-build ccache pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev
-  libhwloc-dev libcpu-features-dev libgtest-dev
-  libze-dev libamdhip64-dev
+  libhwloc-dev libcpu-features-dev libze-dev libamdhip64-dev
+)
+# And the tests: GoogleTest, Google Benchmark, LibTorch with gloo for the distributed run, and
+# Python for the oracles (torch, transformers, accelerate: tests/python/venv.sh).
+test_packages=(
+  libgtest-dev libbenchmark-dev libtorch-dev libgloo-dev python3 python3-venv
 )
 
 install_missing_packages() {
   local missing=()
-  for p in "${packages[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -31,10 +35,11 @@ install_missing_packages() {
     "${missing[@]}" >/dev/null
 }
 
+# configure [CMAKE_ARGS...]: the first time, or when arguments are given.
 configure() {
-  if [ ! -f "$build_dir/build.ninja" ]; then
+  if [ ! -f "$build_dir/build.ninja" ] || [ $# -gt 0 ]; then
     cmake -S "$root" -B "$build_dir" -G Ninja \
-      -DBACKPLANE_WARNINGS_AS_ERRORS="${BACKPLANE_WARNINGS_AS_ERRORS:-ON}" >/dev/null
+      -DBACKPLANE_WARNINGS_AS_ERRORS="${BACKPLANE_WARNINGS_AS_ERRORS:-ON}" "$@" >/dev/null
   fi
 }
 
@@ -48,14 +53,15 @@ command=$1
 shift
 case "$command" in
   hwprobe)
-    install_missing_packages
+    install_missing_packages "${packages[@]}"
     configure
     cmake --build "$build_dir" --target hwprobe backplane_plugins >/dev/null
     exec "$build_dir/bin/hwprobe" "$@"
     ;;
   test)
-    install_missing_packages
-    configure
+    install_missing_packages "${packages[@]}" "${test_packages[@]}"
+    venv=$("$root/tests/python/venv.sh")
+    configure -DBACKPLANE_PYTHON="$venv/bin/python"
     cmake --build "$build_dir"
     exec ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
     ;;
