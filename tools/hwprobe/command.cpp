@@ -55,6 +55,7 @@ const std::vector<Command>& commands() {
       {"report", "backends, devices and plugins found on this machine (the default)", &run_report},
       {"parse", "parse device strings (\"cuda:0\", \"cpu\") into type and index", &run_parse},
       {"plugins", "the plugin search path and what became of each manifest", &run_plugins},
+      {"select", "the device training, inference or pipeline() would use, and why", &run_select},
   };
   return list;
 }

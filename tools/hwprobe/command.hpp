@@ -53,5 +53,6 @@ const std::vector<Command>& commands();
 int run_report(const std::vector<std::string>& args);
 int run_parse(const std::vector<std::string>& args);
 int run_plugins(const std::vector<std::string>& args);
+int run_select(const std::vector<std::string>& args);
 
 }  // namespace hwprobe
