@@ -96,7 +96,7 @@ int run_select(const std::vector<std::string>& args) {
   try {
     std::optional<backplane::DeviceMapRequest> request;
     if (vm.count("device-map")) {
-      request = backplane::parse_device_map(device_map, runtime.device_types());
+      request = backplane::parse_device_map(device_map, runtime);
     }
     if (training) {
       backplane::TrainingOptions options;

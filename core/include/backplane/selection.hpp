@@ -78,6 +78,8 @@ BACKPLANE_API DeviceMapRequest parse_device_map(std::string_view value,
                                                 const std::vector<std::string>& known_types);
 // Same, against builtin_device_types().
 BACKPLANE_API DeviceMapRequest parse_device_map(std::string_view value);
+// Same, against the runtime's device_types() (the builtin names and every registered type).
+BACKPLANE_API DeviceMapRequest parse_device_map(std::string_view value, const Runtime& runtime);
 // The int form: {"": index}; a negative index throws the negative-int message.
 BACKPLANE_API DeviceMapRequest parse_device_map_index(long long index);
 

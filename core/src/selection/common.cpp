@@ -79,7 +79,7 @@ const DeviceInfo* require_device(const std::vector<BackendInfo>& backends,
 }
 
 Device single_process_device(const std::string& type, int index) {
-  if (type == "cpu" || type == "mps") return Device(type);
+  if (type == "cpu" || type == "mps" || type == "meta") return Device(type);
   return Device(type, index);
 }
 

@@ -26,7 +26,7 @@ const DeviceInfo* require_device(const std::vector<BackendInfo>& backends,
                                  const std::vector<DeviceInfo>& devices, const Device& device,
                                  std::string_view what);
 
-// "cpu" and "mps" as Trainer writes them (no index); "type:index" otherwise.
+// "cpu" and "mps" as Trainer writes them, and "meta": no index; "type:index" otherwise.
 Device single_process_device(const std::string& type, int index);
 
 // Available backends whose plugin declares automatic_placement and that have devices, in the

@@ -28,6 +28,10 @@ bool mpi_loaded() {
 
 }  // namespace
 
+DeviceMapRequest parse_device_map(std::string_view value, const Runtime& runtime) {
+  return parse_device_map(value, runtime.device_types());
+}
+
 Selection select_training_device(const Runtime& runtime, const TrainingOptions& options) {
   TrainingOptions resolved = options;
   if (!resolved.mpi_available) resolved.mpi_available = mpi_loaded();
