@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace backplane {
@@ -35,23 +36,27 @@ enum class DType {
 // safetensors' codes ("F32", "BF16", "F8_E4M3", "I64", "BOOL"). Throws InvalidArgument naming
 // the value and the accepted names.
 BACKPLANE_API DType parse_dtype(std::string_view text);
-BACKPLANE_API const char* to_string(DType dtype);  // "bfloat16"
+BACKPLANE_API const char* to_string(DType dtype);  // "bfloat16"; "float8_e4m3fn" as torch says
 // Bits per element (bool: 8, as torch stores it).
 BACKPLANE_API int dtype_bits(DType dtype);
 BACKPLANE_API bool is_floating_point(DType dtype);
 
-struct TensorInfo {
+struct BACKPLANE_API TensorInfo {
   std::string name;  // local to its module: "weight", "bias", "inv_freq"
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
-  bool buffer = false;      // a buffer, not a parameter
-  bool persistent = true;   // false for non-persistent buffers (not in the state dict)
+  bool buffer = false;     // a buffer, not a parameter
+  bool persistent = true;  // false for non-persistent buffers (not in the state dict)
+  // Product of the shape (1 for a scalar). Throws InvalidArgument on a negative dimension or
+  // when the product does not fit int64_t.
   int64_t numel() const;
+  // numel() x dtype_bits / 8, with the same checks.
+  int64_t nbytes() const;
 };
 
 struct Module {
-  std::string name;        // local name: "q_proj", "0", "layers"; "" for the root
-  std::string class_name;  // "Linear", "LlamaDecoderLayer", "ModuleList", "LlamaRMSNorm"
+  std::string name;                 // local name: "q_proj", "0", "layers"; "" for the root
+  std::string class_name;           // "Linear", "LlamaDecoderLayer", "ModuleList", "LlamaRMSNorm"
   std::vector<TensorInfo> tensors;  // its own parameters and buffers, in registration order
   std::vector<Module> children;     // in definition order
 };
@@ -64,14 +69,62 @@ struct ModelDescription {
   // Classes whose modules are never split across devices (the decoder layer).
   std::vector<std::string> no_split_module_classes;
   // Groups of fully qualified parameter names that share storage
-  // ({"lm_head.weight", "model.embed_tokens.weight"} with tie_word_embeddings).
+  // ({"lm_head.weight", "model.embed_tokens.weight"} with tie_word_embeddings), each sorted.
+  // As torch's named_parameters() does, the tree lists a shared parameter once: under the
+  // module that registered it first (model.embed_tokens); lm_head then has no tensors.
   std::vector<std::vector<std::string>> tied_parameters;
   // Hyperparameters the rules read (num_attention_heads, num_key_value_heads, head_dim,
   // hidden_size, intermediate_size, vocab_size, num_hidden_layers).
   std::map<std::string, int64_t> hyperparameters;
+  // The model's tensor-parallel rules as transformers' model.tp_plan lists them, in its order:
+  // module name patterns ("model.layers.*.self_attn.q_proj") to style ("colwise"). Empty when
+  // not known (a tree rebuilt from weights alone). See tensor_parallel.hpp.
+  std::vector<std::pair<std::string, std::string>> tp_plan;
   // False when the tree was rebuilt from weights: definition order and non-persistent buffers
   // are then reconstructed, not known (see model_from_safetensors).
   bool from_config = true;
 };
+
+// A module and its fully qualified name ("model.layers.0.mlp"; "" for the root), in the order
+// torch's named_modules() yields them: each module before its children, depth first. The
+// pointers point into `root` and live as long as it does, unchanged.
+struct NamedModule {
+  std::string name;
+  const Module* module = nullptr;
+};
+BACKPLANE_API std::vector<NamedModule> named_modules(const Module& root);
+// The module with that fully qualified name ("" is the root), or nullptr.
+BACKPLANE_API const Module* find_module(const Module& root, std::string_view qualified_name);
+
+// The architectures model_from_config knows: LlamaForCausalLM, MistralForCausalLM,
+// Qwen2ForCausalLM, Qwen3ForCausalLM.
+BACKPLANE_API std::vector<std::string> supported_architectures();
+
+// The model AutoModelForCausalLM builds from this config.json in transformers 5.24: the same
+// module names, definition order, class names, parameter and buffer shapes and dtypes as its
+// named_modules(), named_parameters() and named_buffers() report.
+// - Architecture: `model_type` (llama, mistral, qwen2, qwen3) chooses, as AutoModelForCausalLM
+//   does; `architectures[0]`, when present, must be the matching *ForCausalLM class. Without
+//   model_type, architectures[0] chooses.
+// - Missing keys take the defaults of the transformers config class (LlamaConfig: vocab 32000,
+//   hidden 4096, ...; Qwen2Config's num_key_value_heads is 32, not num_attention_heads).
+//   head_dim: explicit, else hidden_size / num_attention_heads.
+// - dtype: `dtype`, else `torch_dtype`; it must be float16, bfloat16, float32 or float64 (what
+//   torch can build a model in). Without one the parameters are float32, as from_config builds
+//   them (from_pretrained would read the weights' dtype: model_from_safetensors does).
+//   rotary_emb's non-persistent inv_freq and original_inv_freq buffers are always float32.
+// - Types are checked as transformers' strict config classes do: sizes are JSON integers
+//   (not 4096.0, not true), flags are JSON booleans.
+// - Refused with InvalidArgument, naming the key and what is accepted: a file over 16 MiB or
+//   nested deeper than 64; invalid JSON; an unknown architecture (naming the supported ones);
+//   sizes < 1 or absurd (vocab_size, hidden_size, intermediate_size over 2^24, head_dim or
+//   head counts over 2^16, num_hidden_layers over 4096); hidden_size not a multiple of
+//   num_attention_heads where transformers refuses it (Llama) or where head_dim is derived
+//   from it; num_attention_heads not a multiple of num_key_value_heads (attention would fail);
+//   an odd rotary dimension above 4, an unknown rope_type or one missing its required keys,
+//   layer_types of the wrong length or kind, a pad_token_id outside [-vocab_size,
+//   vocab_size), an unknown hidden_act.
+BACKPLANE_API ModelDescription model_from_config(const std::filesystem::path& config_json);
+BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 
 }  // namespace backplane

@@ -1,0 +1,380 @@
+// model_from_config: a tiny Llama derived by hand, the config classes' defaults, and refused
+// configs. Every fact here was read in transformers 5.24's source (configuration_*.py,
+// modeling_*.py); the differential test checks many more configs against transformers itself.
+#include <backplane/error.hpp>
+#include <backplane/model.hpp>
+
+#include "temp_folder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using backplane::DType;
+using backplane::ModelDescription;
+
+constexpr const char* kTinyLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
+  "num_attention_heads": 8, "num_key_value_heads": 2, "torch_dtype": "bfloat16",
+  "tie_word_embeddings": false, "rms_norm_eps": 1e-5, "rope_theta": 10000.0
+})";
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype;
+  bool buffer;
+};
+
+std::vector<Tensor> tensors(const ModelDescription& description) {
+  std::vector<Tensor> out;
+  for (const backplane::NamedModule& named : backplane::named_modules(description.root)) {
+    for (const backplane::TensorInfo& t : named.module->tensors) {
+      out.push_back({named.name + "." + t.name, t.shape, t.dtype, t.buffer});
+    }
+  }
+  return out;
+}
+
+TEST(ModelFromConfig, TinyLlamaModulesInDefinitionOrder) {
+  const ModelDescription d = backplane::model_from_config_json(kTinyLlama);
+  std::vector<std::pair<std::string, std::string>> expected = {{"", "LlamaForCausalLM"},
+                                                               {"model", "LlamaModel"},
+                                                               {"model.embed_tokens", "Embedding"},
+                                                               {"model.layers", "ModuleList"}};
+  for (const char* layer : {"0", "1"}) {
+    const std::string p = std::string("model.layers.") + layer;
+    expected.insert(expected.end(), {{p, "LlamaDecoderLayer"},
+                                     {p + ".self_attn", "LlamaAttention"},
+                                     {p + ".self_attn.q_proj", "Linear"},
+                                     {p + ".self_attn.k_proj", "Linear"},
+                                     {p + ".self_attn.v_proj", "Linear"},
+                                     {p + ".self_attn.o_proj", "Linear"},
+                                     {p + ".mlp", "LlamaMLP"},
+                                     {p + ".mlp.gate_proj", "Linear"},
+                                     {p + ".mlp.up_proj", "Linear"},
+                                     {p + ".mlp.down_proj", "Linear"},
+                                     {p + ".mlp.act_fn", "SiLUActivation"},
+                                     {p + ".input_layernorm", "LlamaRMSNorm"},
+                                     {p + ".post_attention_layernorm", "LlamaRMSNorm"}});
+  }
+  expected.insert(expected.end(), {{"model.norm", "LlamaRMSNorm"},
+                                   {"model.rotary_emb", "LlamaRotaryEmbedding"},
+                                   {"lm_head", "Linear"}});
+  std::vector<std::pair<std::string, std::string>> actual;
+  for (const backplane::NamedModule& named : backplane::named_modules(d.root)) {
+    actual.emplace_back(named.name, named.module->class_name);
+  }
+  EXPECT_EQ(actual, expected);
+  EXPECT_EQ(d.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(d.model_type, "llama");
+  EXPECT_EQ(d.dtype, DType::kBFloat16);
+  EXPECT_TRUE(d.from_config);
+  EXPECT_EQ(d.no_split_module_classes, std::vector<std::string>{"LlamaDecoderLayer"});
+  EXPECT_TRUE(d.tied_parameters.empty());
+}
+
+TEST(ModelFromConfig, TinyLlamaShapesAndSizes) {
+  const ModelDescription d = backplane::model_from_config_json(kTinyLlama);
+  // head_dim = 64 / 8 = 8; k/v: 2 heads x 8 = 16 rows; rotary: 8 / 2 = 4 frequencies.
+  const backplane::Module* q = backplane::find_module(d.root, "model.layers.1.self_attn.q_proj");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->tensors.size(), 1u);  // attention_bias defaults to false
+  EXPECT_EQ(q->tensors[0].shape, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(backplane::find_module(d.root, "model.layers.0.self_attn.k_proj")->tensors[0].shape,
+            (std::vector<int64_t>{16, 64}));
+  EXPECT_EQ(backplane::find_module(d.root, "model.layers.0.mlp.down_proj")->tensors[0].shape,
+            (std::vector<int64_t>{64, 176}));
+  const backplane::Module* rotary = backplane::find_module(d.root, "model.rotary_emb");
+  ASSERT_NE(rotary, nullptr);
+  ASSERT_EQ(rotary->tensors.size(), 2u);
+  for (const backplane::TensorInfo& buffer : rotary->tensors) {
+    EXPECT_TRUE(buffer.buffer);
+    EXPECT_FALSE(buffer.persistent);
+    EXPECT_EQ(buffer.dtype, DType::kFloat32);  // computed in float32 whatever the model dtype
+    EXPECT_EQ(buffer.shape, std::vector<int64_t>{4});
+  }
+  EXPECT_EQ(rotary->tensors[0].name, "inv_freq");
+  EXPECT_EQ(rotary->tensors[1].name, "original_inv_freq");
+
+  // Per layer: attention 64*64 + 16*64 + 16*64 + 64*64 = 10240, MLP 3 * 176*64 = 33792,
+  // norms 128; embeddings and lm_head 1000*64 each; final norm 64.
+  int64_t parameters = 0;
+  int64_t bytes = 0;
+  for (const Tensor& t : tensors(d)) {
+    if (t.buffer) continue;
+    int64_t numel = 1;
+    for (int64_t dim : t.shape) numel *= dim;
+    parameters += numel;
+    EXPECT_EQ(t.dtype, DType::kBFloat16) << t.name;
+  }
+  for (const backplane::NamedModule& named : backplane::named_modules(d.root)) {
+    for (const backplane::TensorInfo& t : named.module->tensors) {
+      if (!t.buffer) bytes += t.nbytes();
+    }
+  }
+  EXPECT_EQ(parameters, 2 * (10240 + 33792 + 128) + 2 * 64000 + 64);
+  EXPECT_EQ(bytes, 2 * parameters);
+  const std::map<std::string, int64_t> hyperparameters = {
+      {"vocab_size", 1000},     {"hidden_size", 64},        {"intermediate_size", 176},
+      {"num_hidden_layers", 2}, {"num_attention_heads", 8}, {"num_key_value_heads", 2},
+      {"head_dim", 8}};
+  EXPECT_EQ(d.hyperparameters, hyperparameters);
+}
+
+TEST(ModelFromConfig, TiedEmbeddingsListTheSharedWeightOnce) {
+  const std::string untied = "\"tie_word_embeddings\": false";
+  std::string config = kTinyLlama;
+  config.replace(config.find(untied), untied.size(), "\"tie_word_embeddings\": true");
+  const ModelDescription d = backplane::model_from_config_json(config);
+  const backplane::Module* lm_head = backplane::find_module(d.root, "lm_head");
+  ASSERT_NE(lm_head, nullptr);
+  EXPECT_TRUE(lm_head->tensors.empty());  // named_parameters() reports it under embed_tokens
+  EXPECT_EQ(
+      d.tied_parameters,
+      (std::vector<std::vector<std::string>>{{"lm_head.weight", "model.embed_tokens.weight"}}));
+}
+
+TEST(ModelFromConfig, DefaultsOfTheConfigClasses) {
+  struct Row {
+    const char* config;
+    std::map<std::string, int64_t> expected;
+  };
+  const Row rows[] = {
+      {R"({"model_type": "llama"})",
+       {{"vocab_size", 32000},
+        {"hidden_size", 4096},
+        {"intermediate_size", 11008},
+        {"num_hidden_layers", 32},
+        {"num_attention_heads", 32},
+        {"num_key_value_heads", 32},
+        {"head_dim", 128}}},
+      {R"({"model_type": "mistral"})",
+       {{"vocab_size", 32000},
+        {"hidden_size", 4096},
+        {"intermediate_size", 14336},
+        {"num_hidden_layers", 32},
+        {"num_attention_heads", 32},
+        {"num_key_value_heads", 8},
+        {"head_dim", 128}}},
+      // Qwen2Config's num_key_value_heads defaults to 32, whatever num_attention_heads is.
+      {R"({"model_type": "qwen2", "num_attention_heads": 64, "hidden_size": 8192})",
+       {{"vocab_size", 151936},
+        {"hidden_size", 8192},
+        {"intermediate_size", 22016},
+        {"num_hidden_layers", 32},
+        {"num_attention_heads", 64},
+        {"num_key_value_heads", 32},
+        {"head_dim", 128}}},
+      // ... and null means "as many as the attention heads".
+      {R"({"model_type": "qwen2", "num_attention_heads": 4, "hidden_size": 64,
+           "num_key_value_heads": null})",
+       {{"vocab_size", 151936},
+        {"hidden_size", 64},
+        {"intermediate_size", 22016},
+        {"num_hidden_layers", 32},
+        {"num_attention_heads", 4},
+        {"num_key_value_heads", 4},
+        {"head_dim", 16}}},
+      // Qwen3's head_dim is 128 by default, not hidden_size / num_attention_heads.
+      {R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "num_attention_heads": 4,
+           "num_key_value_heads": 2})",
+       {{"vocab_size", 151936},
+        {"hidden_size", 64},
+        {"intermediate_size", 22016},
+        {"num_hidden_layers", 32},
+        {"num_attention_heads", 4},
+        {"num_key_value_heads", 2},
+        {"head_dim", 128}}},
+  };
+  for (const Row& row : rows) {
+    const ModelDescription d = backplane::model_from_config_json(row.config);
+    EXPECT_EQ(d.hyperparameters, row.expected) << row.config;
+    EXPECT_EQ(d.dtype, DType::kFloat32) << row.config;  // no dtype: what from_config builds
+  }
+}
+
+TEST(ModelFromConfig, ArchitectureSpecificModules) {
+  // Qwen2: q/k/v always carry a bias, o_proj never; Qwen3: q_norm and k_norm of head_dim.
+  const ModelDescription qwen2 = backplane::model_from_config_json(
+      R"({"model_type": "qwen2", "hidden_size": 32, "num_attention_heads": 2,
+          "num_key_value_heads": 1, "num_hidden_layers": 1, "vocab_size": 10,
+          "intermediate_size": 8, "attention_bias": false})");
+  EXPECT_EQ(backplane::find_module(qwen2.root, "model.layers.0.self_attn.k_proj")->tensors.size(),
+            2u);
+  EXPECT_EQ(backplane::find_module(qwen2.root, "model.layers.0.self_attn.o_proj")->tensors.size(),
+            1u);
+  const ModelDescription qwen3 = backplane::model_from_config_json(
+      R"({"model_type": "qwen3", "hidden_size": 32, "num_attention_heads": 2, "head_dim": 24,
+          "num_key_value_heads": 1, "num_hidden_layers": 1, "vocab_size": 10,
+          "intermediate_size": 8, "attention_bias": true, "dtype": "float16"})");
+  const backplane::Module* attention =
+      backplane::find_module(qwen3.root, "model.layers.0.self_attn");
+  ASSERT_NE(attention, nullptr);
+  ASSERT_EQ(attention->children.size(), 6u);
+  EXPECT_EQ(attention->children[4].name, "q_norm");
+  EXPECT_EQ(attention->children[4].class_name, "Qwen3RMSNorm");
+  EXPECT_EQ(attention->children[5].tensors[0].shape, std::vector<int64_t>{24});
+  EXPECT_EQ(attention->children[3].tensors.size(), 2u);  // o_proj bias from attention_bias
+  EXPECT_EQ(attention->children[0].tensors[0].shape, (std::vector<int64_t>{48, 32}));
+  EXPECT_EQ(qwen3.dtype, DType::kFloat16);
+}
+
+struct Refused {
+  const char* config;
+  const char* message;  // a part of the error
+};
+
+class RefusedConfig : public ::testing::TestWithParam<Refused> {};
+
+TEST_P(RefusedConfig, NamesTheProblem) {
+  try {
+    backplane::model_from_config_json(GetParam().config);
+    FAIL() << GetParam().config;
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(GetParam().message), std::string::npos)
+        << "message: " << e.what() << "\nconfig: " << GetParam().config;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, RefusedConfig,
+    ::testing::Values(
+        Refused{"", "not valid JSON"}, Refused{"[1, 2]", "must be a JSON object"},
+        Refused{"{\"model_type\": \"llama\",}", "not valid JSON"},
+        Refused{R"({"model_type": "gemma"})",
+                "model_type 'gemma' is not supported; supported: LlamaForCausalLM"},
+        Refused{R"({"architectures": ["GPT2LMHeadModel"]})",
+                "architecture 'GPT2LMHeadModel' is not supported; supported: LlamaForCausalLM "
+                "(model_type 'llama'), MistralForCausalLM"},
+        Refused{R"({"architectures": ["LlamaForCausalLM"], "model_type": "qwen2"})",
+                "`architectures` names LlamaForCausalLM but `model_type` is 'qwen2'"},
+        Refused{R"({"vocab_size": 10})", "names no `model_type` and no `architectures`"},
+        Refused{R"({"model_type": "llama", "hidden_size": -64})",
+                "`hidden_size` = -64 is out of range; accepted: 1 to 1048576"},
+        Refused{R"({"model_type": "llama", "num_hidden_layers": 0})",
+                "`num_hidden_layers` = 0 is out of range; accepted: 1 to 4096"},
+        Refused{R"({"model_type": "llama", "vocab_size": 100000000000})",
+                "`vocab_size` = 100000000000 is out of range"},
+        Refused{R"({"model_type": "llama", "vocab_size": 18446744073709551615})",
+                "`vocab_size` = 18446744073709551615 is out of range"},
+        Refused{R"({"model_type": "llama", "hidden_size": 4096.0})",
+                "`hidden_size` must be an integer, got 4096.0"},
+        Refused{R"({"model_type": "llama", "hidden_size": true})",
+                "`hidden_size` must be an integer, got true"},
+        Refused{R"({"model_type": "llama", "hidden_size": null})",
+                "`hidden_size` must be an integer"},
+        Refused{R"({"model_type": "llama", "tie_word_embeddings": 1})",
+                "`tie_word_embeddings` must be true or false"},
+        Refused{R"({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3,
+                    "head_dim": 32})",
+                "The hidden size (100) is not a multiple of the number of attention heads (3)."},
+        Refused{R"({"model_type": "qwen2", "hidden_size": 100, "num_attention_heads": 3})",
+                "`hidden_size` (100) is not a multiple of `num_attention_heads` (3) and no "
+                "`head_dim`"},
+        Refused{R"({"model_type": "mistral", "num_attention_heads": 32, "num_key_value_heads": 5})",
+                "`num_attention_heads` (32) is not a multiple of `num_key_value_heads` (5)"},
+        Refused{R"({"model_type": "mistral", "num_attention_heads": 4, "hidden_size": 64})",
+                "`num_attention_heads` (4) is not a multiple of `num_key_value_heads` (8)"},
+        Refused{R"({"model_type": "mistral", "hidden_size": 99, "num_attention_heads": 3,
+                    "num_key_value_heads": 1})",
+                "RoPE requires an even rotary dimension, but got `head_dim`=33 with "
+                "`partial_rotary_factor`=1.0 for `full_attention`."},
+        // Qwen2's default of 32 key/value heads does not fit 4 query heads (transformers builds
+        // it; attention would fail).
+        Refused{R"({"model_type": "qwen2", "num_attention_heads": 4, "hidden_size": 64})",
+                "`num_attention_heads` (4) is not a multiple of `num_key_value_heads` (32)"},
+        Refused{R"({"model_type": "qwen3", "head_dim": null})", "`head_dim` must be an integer"},
+        Refused{R"({"model_type": "qwen2", "head_dim": null, "hidden_size": 64,
+                    "num_attention_heads": 4})",
+                "`head_dim` is null"},
+        Refused{R"({"model_type": "llama", "num_attention_heads": 65536, "head_dim": 128,
+                    "hidden_size": 65536})",
+                "`num_attention_heads` x `head_dim` = 8388608 is out of range"},
+        Refused{R"({"model_type": "llama", "torch_dtype": "int8"})",
+                "`torch_dtype` = \"int8\" is not a dtype a model can be built in"},
+        Refused{R"({"model_type": "llama", "dtype": "torch.float16"})",
+                "`dtype` = \"torch.float16\" is not a dtype"},
+        Refused{R"({"model_type": "llama", "hidden_act": "swiglu"})",
+                "`hidden_act` 'swiglu' is not an activation transformers knows; accepted: gelu"},
+        Refused{R"({"model_type": "llama", "rope_parameters": {"rope_type": "linear"}})",
+                "rope_type 'linear' lack the required key 'factor'"},
+        Refused{R"({"model_type": "llama", "rope_scaling": {"type": "su", "factor": 2.0}})",
+                "rope_type 'su' is not supported; accepted: default, linear"},
+        Refused{R"({"model_type": "llama", "partial_rotary_factor": 1.5})",
+                "`partial_rotary_factor` = 1.5 is out of range"},
+        Refused{R"({"model_type": "qwen2", "rope_parameters": {"full_attention":
+                    {"rope_type": "default"}}})",
+                "rope parameters given per layer type ('full_attention')"},
+        Refused{R"({"model_type": "llama", "num_hidden_layers": 2,
+                    "layer_types": ["full_attention"]})",
+                "`num_hidden_layers` (2) must be equal to the number of `layer_types` (1)"},
+        Refused{R"({"model_type": "llama", "num_hidden_layers": 1, "layer_types": ["nope"]})",
+                "`layer_types` entry 'nope'"},
+        Refused{R"({"model_type": "llama", "vocab_size": 100, "pad_token_id": 100})",
+                "`pad_token_id` (100) must be within the vocabulary: from -100 to 99"}));
+
+TEST(ModelFromConfig, NestingIsBounded) {
+  std::string deep = R"({"model_type": "llama", "x": )";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  for (int i = 0; i < 100; ++i) deep += "]";
+  deep += "}";
+  try {
+    backplane::model_from_config_json(deep);
+    FAIL();
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("deeper than 64 levels"), std::string::npos) << e.what();
+  }
+  // 63 levels inside the top object are fine (unknown keys are ignored, as transformers keeps
+  // them as attributes).
+  std::string fine = R"({"model_type": "llama", "num_hidden_layers": 1, "x": )";
+  for (int i = 0; i < 63; ++i) fine += "[";
+  for (int i = 0; i < 63; ++i) fine += "]";
+  fine += "}";
+  EXPECT_NO_THROW(backplane::model_from_config_json(fine));
+}
+
+TEST(ModelFromConfig, ReadsFilesWithinTheSizeLimit) {
+  backplane::testing::TempFolder folder;
+  const auto path = folder.path() / "config.json";
+  std::ofstream(path) << kTinyLlama;
+  EXPECT_EQ(backplane::model_from_config(path).hyperparameters.at("vocab_size"), 1000);
+
+  const auto missing = folder.path() / "absent.json";
+  try {
+    backplane::model_from_config(missing);
+    FAIL();
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("absent.json' does not exist"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(backplane::model_from_config(folder.path()), backplane::InvalidArgument);
+
+  const auto large = folder.path() / "large.json";
+  {
+    std::ofstream out(large);
+    out << "{\"model_type\": \"llama\"}";
+    out << std::string((16u << 20) + 1, ' ');
+  }
+  try {
+    backplane::model_from_config(large);
+    FAIL();
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 16777216 are accepted"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ModelFromConfig, SupportedArchitectures) {
+  EXPECT_EQ(backplane::supported_architectures(),
+            (std::vector<std::string>{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                                      "Qwen3ForCausalLM"}));
+}
+
+}  // namespace
