@@ -117,8 +117,9 @@ BACKPLANE_API std::vector<std::string> supported_architectures();
 //   (not 4096.0, not true), flags are JSON booleans.
 // - Refused with InvalidArgument, naming the key and what is accepted: a file over 16 MiB or
 //   nested deeper than 64; invalid JSON; an unknown architecture (naming the supported ones);
-//   sizes < 1 or absurd (vocab_size, hidden_size, intermediate_size over 2^24, head_dim or
-//   head counts over 2^16, num_hidden_layers over 4096); hidden_size not a multiple of
+//   sizes < 1 or absurd (vocab_size over 2^24, hidden_size over 2^20, intermediate_size or
+//   num_attention_heads x head_dim over 2^22, head counts or head_dim over 2^16,
+//   num_hidden_layers over 4096: every size then fits int64_t); hidden_size not a multiple of
 //   num_attention_heads where transformers refuses it (Llama) or where head_dim is derived
 //   from it; num_attention_heads not a multiple of num_key_value_heads (attention would fail);
 //   an odd rotary dimension above 4, an unknown rope_type or one missing its required keys,
@@ -126,5 +127,44 @@ BACKPLANE_API std::vector<std::string> supported_architectures();
 //   vocab_size), an unknown hidden_act.
 BACKPLANE_API ModelDescription model_from_config(const std::filesystem::path& config_json);
 BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
+
+// A model described by its safetensors weights: a single `.safetensors` file, a sharded
+// checkpoint's `*.index.json` (its weight_map names each tensor's shard), or a folder holding
+// model.safetensors.index.json or else model.safetensors. Only the 8-byte header length and
+// the JSON header of each file are read, never tensor data.
+//
+// Each file is checked as the safetensors format requires: header length <= 100,000,000
+// bytes and inside the file; a JSON object (duplicate keys refused, nesting <= 64, names valid
+// UTF-8); each tensor has a known dtype, a shape of non-negative integers whose product fits
+// int64, and data_offsets [begin, end) with end - begin = numel x dtype size; the tensors,
+// sorted by offset, cover the data area exactly, without gap or overlap. A sharded index must
+// list every tensor of its shards and only those, and name shards by relative paths inside
+// its folder.
+//
+// If a config.json of a supported architecture sits in the same folder, it gives the tree
+// (model_from_config) and the weights are checked against it: each tensor must be a
+// parameter or persistent buffer of that tree with the same shape, and each of those must be
+// in the weights (a tied lm_head.weight may be absent or present). Parameter dtypes are the
+// config's dtype; without one, the weights' dtype as from_pretrained(dtype="auto") picks it:
+// the index's metadata "dtype", else the first floating-point (not float8) tensor in name
+// order of the first shard in name order. from_config stays true.
+//
+// Otherwise (no config.json, or one of another architecture) the tree is rebuilt from the
+// dotted tensor names, and from_config is false. What weights cannot tell is then missing:
+// - class names are empty, no_split_module_classes, tp_plan and tied_parameters are empty
+//   (a tied lm_head.weight is usually not saved at all), architecture and model_type are "";
+// - non-persistent buffers (rotary inv_freq) are absent; tensors keep the files' dtypes;
+// - definition order is reconstructed: children sort by a fixed rank of the known decoder
+//   layout names (model, embed_tokens, layers, self_attn, q_proj, k_proj, v_proj, o_proj,
+//   q_norm, k_norm, mlp, gate_proj, up_proj, down_proj, act_fn, input_layernorm,
+//   post_attention_layernorm, norm, rotary_emb, lm_head, in that order), then the other
+//   names in natural order (digit runs compare as numbers: layers 2 before 10); tensors put
+//   weight, then bias, then the others in natural order;
+// - dtype is the weights' dtype as from_pretrained(dtype="auto") picks it (see above);
+// - hyperparameters: vocab_size and hidden_size from model.embed_tokens.weight,
+//   num_hidden_layers from model.layers.N, intermediate_size from layer 0's mlp.gate_proj,
+//   and head_dim, num_attention_heads, num_key_value_heads when layer 0 has q_norm/k_norm
+//   (Qwen3-style), each only when those tensors are there.
+BACKPLANE_API ModelDescription model_from_safetensors(const std::filesystem::path& path);
 
 }  // namespace backplane
