@@ -76,6 +76,11 @@ struct Row {
   std::optional<std::string> expected;  // nullopt: no collective backend
 };
 
+void PrintTo(const Row& row, std::ostream* os) {
+  *os << row.type << " asks " << row.requested.value_or("nothing") << " mpi " << row.mpi_available
+      << row.mpi_launched;
+}
+
 class Collective : public ::testing::TestWithParam<Row> {};
 
 TEST_P(Collective, FitsTheDevice) {
@@ -114,6 +119,10 @@ struct Refusal {
   bool mpi_available, mpi_launched;
   const char* message;
 };
+
+void PrintTo(const Refusal& row, std::ostream* os) {
+  *os << row.type << " asks " << row.requested;
+}
 
 class CollectiveRefusal : public ::testing::TestWithParam<Refusal> {};
 

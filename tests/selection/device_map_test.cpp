@@ -27,6 +27,10 @@ struct Strategy {
   DeviceMapKind kind;
 };
 
+void PrintTo(const Strategy& row, std::ostream* os) {
+  *os << row.text;
+}
+
 class DeviceMapStrategy : public ::testing::TestWithParam<Strategy> {};
 
 TEST_P(DeviceMapStrategy, HasNoModules) {
@@ -48,6 +52,10 @@ struct DeviceRow {
   const char* text;
   const char* device;  // the target as written
 };
+
+void PrintTo(const DeviceRow& row, std::ostream* os) {
+  *os << row.text;
+}
 
 class DeviceMapDevice : public ::testing::TestWithParam<DeviceRow> {};
 
@@ -143,6 +151,10 @@ struct BadDict {
   const char* text;
   const char* fragment;
 };
+
+void PrintTo(const BadDict& row, std::ostream* os) {
+  *os << row.text;
+}
 
 class DeviceMapBadDict : public ::testing::TestWithParam<BadDict> {};
 

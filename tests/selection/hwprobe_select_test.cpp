@@ -108,6 +108,10 @@ struct Bad {
   const char* message;  // on stderr
 };
 
+void PrintTo(const Bad& bad, std::ostream* os) {
+  for (const std::string& arg : bad.args) *os << arg << " ";
+}
+
 class HwprobeSelectBadInput : public ::testing::TestWithParam<Bad> {};
 
 TEST_P(HwprobeSelectBadInput, ExitsTwoWithTheMessage) {

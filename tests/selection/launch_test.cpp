@@ -148,6 +148,10 @@ struct Bad {
   const char* message;
 };
 
+void PrintTo(const Bad& row, std::ostream* os) {
+  for (const auto& [name, value] : row.vars) *os << name << "='" << value << "' ";
+}
+
 class LaunchError : public ::testing::TestWithParam<Bad> {};
 
 TEST_P(LaunchError, NamesTheVariable) {
