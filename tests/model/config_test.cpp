@@ -317,6 +317,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "`num_hidden_layers` (2) must be equal to the number of `layer_types` (1)"},
         Refused{R"({"model_type": "llama", "num_hidden_layers": 1, "layer_types": ["nope"]})",
                 "`layer_types` entry 'nope'"},
+        Refused{R"({"model_type": "qwen3", "quantization_config": {"quant_method": "fp8"}})",
+                "has a quantization_config (quant_method \"fp8\"): quantized modules are not "
+                "described"},
         Refused{R"({"model_type": "llama", "vocab_size": 100, "pad_token_id": 100})",
                 "`pad_token_id` (100) must be within the vocabulary: from -100 to 99"}));
 

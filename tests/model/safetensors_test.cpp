@@ -401,6 +401,10 @@ TEST(Safetensors, WeightsThatDoNotFitTheConfigAreRefused) {
                     llama_checkpoint(2).offset);
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "gpt2"})";
   EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
+  // So is a quantized one: its weights say more than the config's modules.
+  std::ofstream(folder.path() / "config.json")
+      << std::string(kConfig) + R"(, "quantization_config": {"quant_method": "fp8"}})";
+  EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
   // A broken config of a supported one is not.
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "llama", "hidden_size": -1})";
   EXPECT_NE(error_of(folder.path()).find("`hidden_size` = -1 is out of range"), std::string::npos);

@@ -124,7 +124,8 @@ BACKPLANE_API std::vector<std::string> supported_architectures();
 //   from it; num_attention_heads not a multiple of num_key_value_heads (attention would fail);
 //   an odd rotary dimension above 4, an unknown rope_type or one missing its required keys,
 //   layer_types of the wrong length or kind, a pad_token_id outside [-vocab_size,
-//   vocab_size), an unknown hidden_act.
+//   vocab_size), an unknown hidden_act, a quantization_config (transformers would swap the
+//   Linear layers for the quantizer's own; model_from_safetensors describes such weights).
 BACKPLANE_API ModelDescription model_from_config(const std::filesystem::path& config_json);
 BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 
@@ -149,8 +150,9 @@ BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 // the index's metadata "dtype", else the first floating-point (not float8) tensor in name
 // order of the first shard in name order. from_config stays true.
 //
-// Otherwise (no config.json, or one of another architecture) the tree is rebuilt from the
-// dotted tensor names, and from_config is false. What weights cannot tell is then missing:
+// Otherwise (no config.json, one of another architecture, or a quantized one) the tree is
+// rebuilt from the dotted tensor names, and from_config is false. What weights cannot tell is
+// then missing:
 // - class names are empty, no_split_module_classes, tp_plan and tied_parameters are empty
 //   (a tied lm_head.weight is usually not saved at all), architecture and model_type are "";
 // - non-persistent buffers (rotary inv_freq) are absent; tensors keep the files' dtypes;

@@ -234,6 +234,13 @@ std::optional<std::string> first_architecture(const Config& config) {
   return (*list)[0].get<std::string>();
 }
 
+// A quantized checkpoint's modules are not the ones above: transformers swaps its Linear
+// layers for the quantizer's classes, with their own parameters (scales, packed weights).
+bool quantized(const Json& config) {
+  const auto it = config.find("quantization_config");
+  return it != config.end() && !it->is_null();
+}
+
 const Architecture& identify(const Config& config) {
   const Json* model_type = config.find("model_type");
   const std::optional<std::string> architecture = first_architecture(config);
@@ -540,7 +547,7 @@ Module activation(const Config& config, const std::string& hidden_act, DType dty
 }  // namespace
 
 bool names_supported_architecture(const Json& config) {
-  if (!config.is_object()) return false;
+  if (!config.is_object() || quantized(config)) return false;
   const auto model_type = config.find("model_type");
   if (model_type != config.end() && model_type->is_string()) {
     return find_by_model_type(model_type->get<std::string>()) != nullptr;
@@ -562,6 +569,16 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
   if (!json.is_object()) throw InvalidArgument(what + ": must be a JSON object");
   const Config config(json, what);
   const Architecture& arch = identify(config);
+  if (quantized(json)) {
+    const Json& quantization = json["quantization_config"];
+    const auto method =
+        quantization.is_object() ? quantization.find("quant_method") : quantization.end();
+    config.fail(
+        "has a quantization_config" +
+        (method != quantization.end() ? " (quant_method " + method->dump() + ")" : std::string()) +
+        ": quantized modules are not described; describe the checkpoint by its weights "
+        "(model_from_safetensors)");
+  }
   const std::string prefix(arch.prefix);
 
   const int64_t vocab_size = config.size("vocab_size", arch.vocab_size, kMaxVocab);

@@ -11,7 +11,7 @@
 namespace backplane::model_detail {
 
 // Whether the config names one of the supported architectures (model_type, else
-// architectures[0]); false for anything else, including a config that is not an object.
+// architectures[0]) unquantized; false for anything else, a config that is not an object too.
 bool names_supported_architecture(const nlohmann::json& config);
 
 // The dtype the config sets (dtype, else torch_dtype), if any. Throws as model_from_config.
