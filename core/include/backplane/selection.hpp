@@ -110,9 +110,10 @@ struct Launch {
   bool launched() const { return !launcher.empty(); }
 };
 
-// Launched when LOCAL_RANK is set (Accelerate's test, any value but -1) or the world size is
-// above 1. Throws InvalidArgument for a malformed variable, and when the rank or the local rank
-// is not below the world size ("RANK=4 is not below WORLD_SIZE=4").
+// Launched when LOCAL_RANK is set and not negative (Accelerate tests `!= -1`; other negative
+// values are skipped here, as get_int_from_env skips them) or the world size is above 1. Throws
+// InvalidArgument for a malformed variable, and when the rank or the local rank is not below the
+// world size ("RANK=4 is not below WORLD_SIZE=4").
 BACKPLANE_API Launch detect_launch(const EnvLookup& env);
 
 // ---- Advice ----------------------------------------------------------------------------------
