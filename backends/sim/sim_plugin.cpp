@@ -16,14 +16,15 @@ namespace {
 
 struct TypeTraits {
   const char* collective_backend;
-  int training_priority;  // Transformers' order: tpu first, cpu last
+  int training_priority;  // Transformers' order: mps, xpu, mlu, musa, npu, hpu, neuron, tpu, cuda;
+                          // cpu last
   bool automatic_placement;
 };
 
 // What each device type's real backend registers, so that selection treats them alike.
 const std::map<std::string, TypeTraits>& type_traits() {
   static const std::map<std::string, TypeTraits> traits = {
-      {"tpu", {"xla", 5, false}},   {"mps", {"", 10, true}},           {"xpu", {"xccl", 20, true}},
+      {"tpu", {"xla", 75, false}},  {"mps", {"", 10, true}},           {"xpu", {"xccl", 20, true}},
       {"mlu", {"cncl", 30, true}},  {"musa", {"mccl", 40, true}},      {"npu", {"hccl", 50, true}},
       {"hpu", {"hccl", 60, true}},  {"neuron", {"neuron", 70, false}}, {"cuda", {"nccl", 80, true}},
       {"rocm", {"nccl", 80, true}},
