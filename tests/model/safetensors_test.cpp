@@ -236,6 +236,40 @@ INSTANTIATE_TEST_SUITE_P(
                std::nullopt, "deeper than 64 levels"}),
     [](const ::testing::TestParamInfo<Broken>& row) { return row.param.name; });
 
+TEST(Safetensors, NamesNestAtMost64Deep) {
+  backplane::testing::TempFolder folder;
+  std::string deep = "m";
+  for (int i = 0; i < 63; ++i) deep += ".m";  // 64 parts
+  Checkpoint c;
+  c.add(deep, "F32", {1}, 4);
+  write_safetensors(folder.path() / "ok.safetensors", c.text(), c.offset);
+  EXPECT_EQ(tensor_names(backplane::model_from_safetensors(folder.path() / "ok.safetensors")),
+            std::vector<std::string>{deep});
+  Checkpoint deeper;
+  deeper.add(deep + ".m", "F32", {1}, 4);
+  write_safetensors(folder.path() / "deep.safetensors", deeper.text(), deeper.offset);
+  EXPECT_NE(
+      error_of(folder.path() / "deep.safetensors").find("of more than 64 dot-separated parts"),
+      std::string::npos);
+}
+
+TEST(Safetensors, ManyModulesSideBySide) {
+  // 20000 children of one module, in natural order (a linear search per name would take
+  // minutes on files like this).
+  backplane::testing::TempFolder folder;
+  Checkpoint c;
+  for (int i = 0; i < 20000; ++i) c.add("x." + std::to_string(i) + ".w", "U8", {1}, 1);
+  write_safetensors(folder.path() / "wide.safetensors", c.text(), c.offset);
+  const auto d = backplane::model_from_safetensors(folder.path() / "wide.safetensors");
+  const backplane::Module* x = backplane::find_module(d.root, "x");
+  ASSERT_NE(x, nullptr);
+  ASSERT_EQ(x->children.size(), 20000u);
+  EXPECT_EQ(x->children[9].name, "9");
+  EXPECT_EQ(x->children[10].name, "10");
+  EXPECT_EQ(x->children.back().name, "19999");
+  EXPECT_EQ(d.dtype, backplane::DType::kUInt8);  // no floating tensor: the first one's
+}
+
 TEST(Safetensors, TooShortAndMissingFiles) {
   backplane::testing::TempFolder folder;
   std::ofstream(folder.path() / "short.safetensors") << "abc";

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -28,6 +29,7 @@ using Json = nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = 100000000;  // safetensors' MAX_HEADER_SIZE
 constexpr uint64_t kMaxIndexBytes = 64u << 20;
 constexpr uint64_t kMaxConfigBytes = 16u << 20;
+constexpr long kMaxDepth = 64;  // dot-separated parts of a tensor name, at most
 
 struct StoredTensor {
   std::string name;
@@ -91,13 +93,17 @@ uint64_t offset(const Json& value, const std::string& where) {
   return value.get<uint64_t>();
 }
 
-// A dotted name the tree can hold: non-empty parts between the dots.
+// A dotted name the tree can hold: non-empty parts between the dots, at most kMaxDepth.
 void check_name(const std::string& name, const std::string& what) {
-  bool empty_part = name.empty() || name.front() == '.' || name.back() == '.' ||
-                    name.find("..") != std::string::npos;
+  const bool empty_part = name.empty() || name.front() == '.' || name.back() == '.' ||
+                          name.find("..") != std::string::npos;
   if (empty_part) {
     throw InvalidArgument(what + " has the tensor name " + quote_name(name) +
                           "; names are dot-separated parts, none of them empty");
+  }
+  if (std::count(name.begin(), name.end(), '.') >= kMaxDepth) {
+    throw InvalidArgument(what + " has the tensor name " + quote_name(name.substr(0, 64) + "...") +
+                          " of more than " + std::to_string(kMaxDepth) + " dot-separated parts");
   }
 }
 
@@ -388,13 +394,21 @@ void sort_tree(Module& module) {
   for (Module& child : module.children) sort_tree(child);
 }
 
-Module& child(Module& parent, const std::string& name) {
-  for (Module& existing : parent.children) {
-    if (existing.name == name) return existing;
+// The tree as names build it; children found by name in log time, however many there are.
+struct Node {
+  std::map<std::string, std::unique_ptr<Node>> children;
+  std::vector<TensorInfo> tensors;
+  std::set<std::string> tensor_names;
+};
+
+Module to_module(std::string name, Node& node) {
+  Module module;
+  module.name = std::move(name);
+  module.tensors = std::move(node.tensors);
+  for (auto& [child_name, child] : node.children) {
+    module.children.push_back(to_module(child_name, *child));
   }
-  parent.children.emplace_back();
-  parent.children.back().name = name;
-  return parent.children.back();
+  return module;
 }
 
 ModelDescription from_weights(const std::vector<Shard>& shards, DType dtype,
@@ -402,41 +416,35 @@ ModelDescription from_weights(const std::vector<Shard>& shards, DType dtype,
   ModelDescription description;
   description.from_config = false;
   description.dtype = dtype;
-  std::set<std::string> tensor_names;
-  std::set<std::string> module_names;
+  const auto conflict = [&](const std::string& name) {
+    return InvalidArgument("The weights in " + what + " name " + quote_name(name) +
+                           " both as a tensor and as a module holding other tensors");
+  };
+  Node root;
   for (const Shard& shard : shards) {
     for (const StoredTensor& stored : shard.tensors) {
-      const size_t dot = stored.name.rfind('.');
-      const std::string module_name = dot == std::string::npos ? "" : stored.name.substr(0, dot);
-      for (size_t dot_at = 0; !module_name.empty();) {  // "a.b.c": a, a.b, a.b.c
-        dot_at = module_name.find('.', dot_at);
-        module_names.insert(module_name.substr(0, dot_at));
-        if (dot_at == std::string::npos) break;
-        ++dot_at;
-      }
-      tensor_names.insert(stored.name);
-    }
-  }
-  for (const std::string& name : tensor_names) {
-    if (module_names.count(name) > 0) {
-      throw InvalidArgument("The weights in " + what + " name " + quote_name(name) +
-                            " both as a tensor and as a module holding other tensors");
-    }
-  }
-  for (const Shard& shard : shards) {
-    for (const StoredTensor& stored : shard.tensors) {
-      Module* module = &description.root;
+      Node* node = &root;
       size_t start = 0;
       size_t dot = 0;
       while ((dot = stored.name.find('.', start)) != std::string::npos) {
-        module = &child(*module, stored.name.substr(start, dot - start));
+        const std::string part = stored.name.substr(start, dot - start);
+        if (node->tensor_names.count(part) > 0) throw conflict(stored.name.substr(0, dot));
+        std::unique_ptr<Node>& next = node->children[part];
+        if (!next) next = std::make_unique<Node>();
+        node = next.get();
         start = dot + 1;
       }
       TensorInfo info = stored.info;
       info.name = stored.name.substr(start);
-      module->tensors.push_back(std::move(info));
+      if (node->children.count(info.name) > 0) throw conflict(stored.name);
+      if (!node->tensor_names.insert(info.name).second) {
+        throw InvalidArgument("The weights in " + what + " hold " + quote_name(stored.name) +
+                              " twice");
+      }
+      node->tensors.push_back(std::move(info));
     }
   }
+  description.root = to_module("", root);
   sort_tree(description.root);
 
   // What the standard decoder layout tells about the sizes.
