@@ -163,8 +163,9 @@ TEST_P(RefusedPlan, NamesTheNumberAndTheTpSize) {
 INSTANTIATE_TEST_SUITE_P(
     Table, RefusedPlan,
     ::testing::Values(
-        Refused{"", 0, false, "tp_size must be >= 1, got 0"},
-        Refused{"", -2, false, "tp_size must be >= 1, got -2"},
+        Refused{"", 0, false, "tp_size must be from 1 to 4096, got 0"},
+        Refused{"", -2, false, "tp_size must be from 1 to 4096, got -2"},
+        Refused{"", 8192, false, "tp_size must be from 1 to 4096, got 8192"},
         Refused{"", 3, false, "num_attention_heads (8) is not divisible by tp_size 3"},
         Refused{"", 3, true, "num_attention_heads (8) is not divisible by tp_size 3"},
         Refused{"", 8, false, "num_key_value_heads (4) is not divisible by tp_size 8"},

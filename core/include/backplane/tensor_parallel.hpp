@@ -61,7 +61,7 @@ struct TensorParallelPlan {
 // tp_size 1 no rule applies, as transformers applies none: every style is "". Rules match as
 // transformers matches them: the module name with each `.<digits>` segment written `.*`, looked
 // up exactly; a rule may also name a parameter.
-// Throws InvalidArgument, naming the number and the tp size: tp_size < 1;
+// Throws InvalidArgument, naming the number and the tp size: tp_size < 1 or > 4096;
 // num_attention_heads or num_key_value_heads not divisible by tp_size (when attention is split);
 // intermediate_size or vocab_size (when their modules are split), or any other split
 // dimension, not divisible by tp_size unless options.allow_uneven_shards; tp_size > 1 for a

@@ -16,6 +16,9 @@
 namespace backplane {
 namespace {
 
+// Far beyond any tensor-parallel group; keeps the per-rank tables small.
+constexpr int kMaxTpSize = 4096;
+
 enum class Split { kOutput, kInput, kDim0, kDim1, kNone };
 
 struct Style {
@@ -154,8 +157,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 TensorParallelPlan plan_tensor_parallel(const ModelDescription& description, int tp_size,
                                         const TensorParallelOptions& options) {
-  if (tp_size < 1) {
-    throw InvalidArgument("tp_size must be >= 1, got " + std::to_string(tp_size));
+  if (tp_size < 1 || tp_size > kMaxTpSize) {
+    throw InvalidArgument("tp_size must be from 1 to " + std::to_string(kMaxTpSize) + ", got " +
+                          std::to_string(tp_size));
   }
   std::map<std::string, std::string> rules;  // pattern -> style
   if (tp_size > 1) {
@@ -228,7 +232,7 @@ TensorParallelPlan plan_tensor_parallel(const ModelDescription& description, int
                                 " (allow_uneven_shards splits it unevenly, as transformers does)");
         }
         tensor.nbytes();  // overflow checks on the whole tensor
-        const int64_t chunk = (size + tp_size - 1) / tp_size;
+        const int64_t chunk = size / tp_size + (size % tp_size != 0 ? 1 : 0);  // ceil
         for (int rank = 0; rank < tp_size; ++rank) {
           std::vector<int64_t> local = tensor.shape;
           const int64_t start = chunk > std::numeric_limits<int64_t>::max() / tp_size
