@@ -135,12 +135,13 @@ BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 // the JSON header of each file are read, never tensor data.
 //
 // Each file is checked as the safetensors format requires: header length <= 100,000,000
-// bytes and inside the file; a JSON object (duplicate keys refused, nesting <= 64, names valid
-// UTF-8 of at most 64 non-empty dot-separated parts); each tensor has a known dtype, a shape of
-// non-negative integers whose product fits int64, and data_offsets [begin, end) with end - begin =
-// numel x dtype size; the tensors, sorted by offset, cover the data area exactly, without gap or
-// overlap. A sharded index must list every tensor of its shards and only those, and name shards by
-// relative paths inside its folder.
+// bytes and inside the file; a JSON object (nesting <= 64; names valid UTF-8 of at most 64
+// non-empty dot-separated parts; duplicate keys refused, which the safetensors crate lets
+// pass); each tensor has a known dtype, a shape of non-negative integers whose product fits
+// int64, and data_offsets [begin, end) with end - begin = numel x dtype size; the tensors,
+// sorted by offset, cover the data area exactly, without gap or overlap. A sharded index must
+// list every tensor of its shards and only those, and name shards by relative paths inside
+// its folder.
 //
 // If a config.json of a supported architecture sits in the same folder, it gives the tree
 // (model_from_config) and the weights are checked against it: each tensor must be a

@@ -1,8 +1,10 @@
 // model_from_safetensors: module trees from safetensors headers. The format rules are those of
-// the safetensors crate (lib.rs: Metadata::validate, read_metadata): an 8-byte little-endian
-// header length N <= 100,000,000, a JSON object starting with '{' in bytes [8, 8 + N), tensors
-// whose byte ranges, sorted, tile the data area exactly. Sharded checkpoints are read as
-// transformers' utils/hub.py get_checkpoint_shard_files reads their index.
+// the safetensors crate (lib.rs: Metadata::validate, read_metadata), checked against the
+// safetensors 0.8 package: an 8-byte little-endian header length N <= 100,000,000, a JSON
+// object in bytes [8, 8 + N) (spaces around it allowed), tensors whose byte ranges, sorted,
+// tile the data area exactly. Stricter than the crate: duplicate keys are refused (it keeps the
+// last). Sharded checkpoints are read as transformers' utils/hub.py
+// get_checkpoint_shard_files reads their index.
 #include "config_loader.hpp"
 #include "json_input.hpp"
 
@@ -139,9 +141,6 @@ Shard read_shard(const std::filesystem::path& path, const std::string& file_labe
   std::string header(static_cast<size_t>(header_length), '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(header_length))) {
     throw InvalidArgument(what + " cannot be read");
-  }
-  if (header.empty() || header.front() != '{') {
-    throw InvalidArgument(what + " has a header that does not start with '{'");
   }
   const Json json = parse_json(header, what + " (header)", {64, true});
   if (!json.is_object()) throw InvalidArgument(what + " has a header that is not a JSON object");
