@@ -374,6 +374,17 @@ TEST(ModelFromConfig, ReadsFilesWithinTheSizeLimit) {
   }
 }
 
+TEST(ModelFromConfig, TextWithinTheSizeLimit) {
+  const std::string large = "{\"model_type\": \"llama\"}" + std::string((16u << 20), ' ');
+  try {
+    backplane::model_from_config_json(large);
+    FAIL();
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 16777216 are accepted"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModelFromConfig, SupportedArchitectures) {
   EXPECT_EQ(backplane::supported_architectures(),
             (std::vector<std::string>{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",

@@ -767,6 +767,10 @@ std::vector<std::string> supported_architectures() {
 
 ModelDescription model_from_config_json(std::string_view text) {
   const std::string what = "config.json";
+  if (text.size() > model_detail::kMaxConfigBytes) {
+    throw InvalidArgument(what + " text is " + std::to_string(text.size()) + " bytes; at most " +
+                          std::to_string(model_detail::kMaxConfigBytes) + " are accepted");
+  }
   return model_detail::build_from_config(model_detail::parse_json(text, what, {}), what,
                                          std::nullopt);
 }
