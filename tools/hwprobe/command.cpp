@@ -56,6 +56,7 @@ const std::vector<Command>& commands() {
       {"parse", "parse device strings (\"cuda:0\", \"cpu\") into type and index", &run_parse},
       {"plugins", "the plugin search path and what became of each manifest", &run_plugins},
       {"select", "the device training, inference or pipeline() would use, and why", &run_select},
+      {"plan", "where from_pretrained(device_map=...) puts each module of a model", &run_plan},
   };
   return list;
 }

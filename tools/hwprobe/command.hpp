@@ -54,5 +54,6 @@ int run_report(const std::vector<std::string>& args);
 int run_parse(const std::vector<std::string>& args);
 int run_plugins(const std::vector<std::string>& args);
 int run_select(const std::vector<std::string>& args);
+int run_plan(const std::vector<std::string>& args);
 
 }  // namespace hwprobe

@@ -1,0 +1,163 @@
+// device_map planning: where each module of a model goes when from_pretrained() is given
+// device_map="auto", "balanced", "balanced_low_0", "sequential", a device or an index
+// (spec/device-rules.md §4). The result has the shape of model.hf_device_map.
+//
+// Two rule sets, both matched result for result against the pinned Python oracles by the
+// differential test (tests/planner):
+//   kFromPretrained  transformers' from_pretrained(device_map=...): its own get_max_memory,
+//                    get_balanced_memory and infer_auto_device_map (integrations/accelerate.py),
+//                    Accelerate's get_max_layer_size and clean_device_map.
+//   kAccelerate      Accelerate's load_checkpoint_and_dispatch(device_map=...): utils/modeling.py
+//                    get_balanced_memory and infer_auto_device_map, with its dtype override.
+// The planner takes O(n log k) for n modules and tensors and k distinct layer sizes (linear in
+// practice); Accelerate's own loops rescan the pending modules at some steps (quadratic).
+#pragma once
+
+#include <backplane/device.hpp>
+#include <backplane/export.hpp>
+#include <backplane/model.hpp>
+#include <backplane/selection.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace backplane {
+
+class Runtime;
+
+// A device as max_memory names it: an accelerator index, "mps", "cpu" or "disk". Ordered the way
+// Accelerate's get_max_memory orders max_memory: accelerators by index, then mps, cpu, disk.
+struct MemoryDevice {
+  enum class Kind { kAccelerator, kMps, kCpu, kDisk };
+  Kind kind = Kind::kCpu;
+  int index = 0;  // kAccelerator only
+
+  static MemoryDevice accelerator(int index) { return {Kind::kAccelerator, index}; }
+  static MemoryDevice mps() { return {Kind::kMps, 0}; }
+  static MemoryDevice cpu() { return {Kind::kCpu, 0}; }
+  static MemoryDevice disk() { return {Kind::kDisk, 0}; }
+
+  // "0", "mps", "cpu", "disk".
+  BACKPLANE_API std::string str() const;
+  // What hf_device_map holds for it: an index, "mps", "cpu" or "disk".
+  BACKPLANE_API DeviceMapTarget target() const;
+
+  friend bool operator<(const MemoryDevice& a, const MemoryDevice& b) {
+    return a.kind != b.kind ? a.kind < b.kind : a.index < b.index;
+  }
+  friend bool operator==(const MemoryDevice& a, const MemoryDevice& b) {
+    return a.kind == b.kind && a.index == b.index;
+  }
+  friend bool operator!=(const MemoryDevice& a, const MemoryDevice& b) { return !(a == b); }
+};
+
+// max_memory: the most bytes of weights each device may take, in Accelerate's device order.
+class BACKPLANE_API MaxMemory {
+ public:
+  MaxMemory() = default;
+
+  // The command-line form "0=10GiB,1=10GiB,cpu=64GiB,disk=1000GB": comma-separated KEY=SIZE.
+  // Keys: a non-negative integer (an accelerator index), "mps", "cpu", "disk". Sizes:
+  // parse_memory_size (Accelerate's convert_file_size_to_int), so "1TB" is refused with its
+  // message, as Accelerate refuses it; write "1000GB" or "931GiB". (The disk budget is never a
+  // limit anyway: Accelerate places without limit on disk.) Throws InvalidArgument:
+  //   "Device X is not recognized, available devices are integers(for GPU/XPU), 'mps', 'cpu' and
+  //    'disk'"                                              (Accelerate's message, for a bad key)
+  //   "`size` 1TB is not in a valid format. ..."           (parse_memory_size's)
+  //   "max_memory: device 0 is given twice", "max_memory: accelerator index -1 is negative",
+  //   "max_memory: expected KEY=SIZE, found 'cpu'", "max_memory is empty; ..."
+  static MaxMemory parse(std::string_view text);
+  // The dict form, keys and values as text ({"0": "10GiB", "cpu": "64GiB"}); same rules, and an
+  // empty map is valid (everything then goes to disk, as with Accelerate's max_memory={}).
+  static MaxMemory from_map(const std::vector<std::pair<std::string, std::string>>& entries);
+
+  void set(MemoryDevice device, uint64_t bytes) { entries_[device] = bytes; }
+  std::optional<uint64_t> get(MemoryDevice device) const;
+  const std::map<MemoryDevice, uint64_t>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+  // "0=10737418240,cpu=68719476736" (bytes).
+  std::string str() const;
+
+ private:
+  std::map<MemoryDevice, uint64_t> entries_;
+};
+
+// One accelerator "auto" may fill, and its free memory: the default max_memory of its index.
+struct PlanAccelerator {
+  int index = 0;
+  uint64_t free_bytes = 0;
+};
+
+// What the default max_memory (none given) is made of, as Accelerate's get_max_memory reads it
+// from torch and psutil: the accelerators of one type, and host RAM available.
+struct PlanHardware {
+  // "cuda", "xpu", "npu", "hpu", "mlu", "musa", "mps", ...; empty: no accelerator. Integer
+  // targets in a plan are indices of this type.
+  std::string accelerator_type;
+  std::vector<PlanAccelerator> accelerators;
+  uint64_t cpu_available = 0;
+  // An integrated GPU sharing host RAM (Jetson): Accelerate then gives no separate cpu budget.
+  bool unified_memory = false;
+};
+
+// The accelerators "auto" may fill on this machine: the devices of the first available backend
+// with automatic placement, in Accelerate's order of preference (npu, mlu, musa, xpu, hpu, cuda,
+// then mps); a backend without automatic placement (neuron) is never used, so a neuron-only
+// machine plans on cpu. Free memory from Runtime::memory_info, or memory_total when the plugin
+// cannot tell (simulated devices); cpu_available from the cpu device likewise.
+BACKPLANE_API PlanHardware plan_hardware(const Runtime& runtime);
+
+// Which rule set plans (see the top of this file): transformers' from_pretrained, or Accelerate's
+// load_checkpoint_and_dispatch. They differ in the default cpu budget (transformers keeps 10%),
+// the balancing buffer, how tied modules count, and when a module is split.
+enum class PlanRules { kFromPretrained, kAccelerate };
+
+// The already-parsed device_map argument (parse_device_map in selection.hpp).
+using PlanStrategy = DeviceMapRequest;
+
+// Bytes and modules one device received.
+struct DevicePlacement {
+  DeviceMapTarget device;
+  uint64_t bytes = 0;
+  std::vector<std::string> modules;  // device_map keys, in definition order
+};
+
+struct DevicePlan {
+  // What model.hf_device_map holds: module name -> accelerator index, "mps", "cpu", "disk", or
+  // the device given. In definition order (Python's order depends on string hashing, see
+  // clean_device_map); {"": device} when one device takes everything.
+  std::vector<std::pair<std::string, DeviceMapTarget>> device_map;
+  // The budgets placement ran with (after balancing), whole bytes (floor of Python's floats
+  // after a 90% factor). For a device, an index or an explicit map: the given or default ones.
+  MaxMemory max_memory;
+  uint64_t model_size = 0;  // bytes; tied weights once
+  // Per device that received something, in device order (accelerators, mps, cpu, disk; a given
+  // device or explicit map's devices in first-use order).
+  std::vector<DevicePlacement> placed;
+  std::string accelerator_type;  // what integer targets index; empty when none
+};
+
+// Plans `model` for `strategy`. `max_memory`: the user's, or nullopt for Accelerate's default
+// (free memory of each accelerator, and available RAM). `dtype`: from_pretrained(dtype=...):
+// floating-point parameters in that dtype (buffers keep theirs: RoPE's inv_freq stays float32);
+// with kAccelerate, Accelerate's override: floating tensors count min(dtype, their own) bytes.
+// Throws InvalidArgument for a model the rules cannot place (tied parameter that is not in the
+// model, balanced_low_0 with accelerator indices that are not 0..n-1).
+BACKPLANE_API DevicePlan plan_device_map(const ModelDescription& model,
+                                         const PlanStrategy& strategy,
+                                         const std::optional<MaxMemory>& max_memory,
+                                         std::optional<DType> dtype, const PlanHardware& hardware,
+                                         PlanRules rules = PlanRules::kFromPretrained);
+// Same, on this machine (plan_hardware(runtime)).
+BACKPLANE_API DevicePlan plan_device_map(const ModelDescription& model,
+                                         const PlanStrategy& strategy,
+                                         const std::optional<MaxMemory>& max_memory,
+                                         std::optional<DType> dtype, const Runtime& runtime,
+                                         PlanRules rules = PlanRules::kFromPretrained);
+
+}  // namespace backplane

@@ -1,0 +1,169 @@
+// max_memory: parsing its keys and sizes, and get_max_memory (Accelerate's, and transformers'
+// wrapper around it).
+#include <backplane/error.hpp>
+#include <backplane/units.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "planner.hpp"
+
+namespace backplane {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+MemoryDevice parse_key(std::string_view text) {
+  const std::string_view key = trim(text);
+  if (key == "mps") return MemoryDevice::mps();
+  if (key == "cpu") return MemoryDevice::cpu();
+  if (key == "disk") return MemoryDevice::disk();
+  const bool negative = !key.empty() && key[0] == '-';
+  const std::string_view digits = negative ? key.substr(1) : key;
+  const bool integer = !digits.empty() && std::all_of(digits.begin(), digits.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+  if (!integer) {
+    throw InvalidArgument("Device " + std::string(key) +
+                          " is not recognized, available devices are integers(for GPU/XPU), "
+                          "'mps', 'cpu' and 'disk'");
+  }
+  // Accelerate only warns about a negative index; no device ever has one.
+  if (negative) {
+    throw InvalidArgument("max_memory: accelerator index " + std::string(key) + " is negative");
+  }
+  int index = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
+    throw InvalidArgument("max_memory: accelerator index " + std::string(key) + " is too large");
+  }
+  return MemoryDevice::accelerator(index);
+}
+
+void add_entry(MaxMemory& memory, std::string_view key, std::string_view size) {
+  const MemoryDevice device = parse_key(key);
+  if (memory.get(device)) {
+    throw InvalidArgument("max_memory: device " + device.str() + " is given twice");
+  }
+  memory.set(device, parse_memory_size(trim(size)));
+}
+
+}  // namespace
+
+std::string MemoryDevice::str() const {
+  switch (kind) {
+    case Kind::kAccelerator:
+      return std::to_string(index);
+    case Kind::kMps:
+      return "mps";
+    case Kind::kCpu:
+      return "cpu";
+    case Kind::kDisk:
+      return "disk";
+  }
+  return "";
+}
+
+DeviceMapTarget MemoryDevice::target() const {
+  DeviceMapTarget target;
+  switch (kind) {
+    case Kind::kAccelerator:
+      target.kind = DeviceMapTarget::Kind::kIndex;
+      target.index = index;
+      break;
+    case Kind::kMps:
+      target.kind = DeviceMapTarget::Kind::kDevice;
+      target.device = Device("mps");
+      break;
+    case Kind::kCpu:
+      target.kind = DeviceMapTarget::Kind::kDevice;
+      target.device = Device("cpu");
+      break;
+    case Kind::kDisk:
+      target.kind = DeviceMapTarget::Kind::kDisk;
+      break;
+  }
+  return target;
+}
+
+MaxMemory MaxMemory::parse(std::string_view text) {
+  if (trim(text).empty()) {
+    throw InvalidArgument(
+        "max_memory is empty; give KEY=SIZE entries such as 0=10GiB,1=10GiB,cpu=64GiB");
+  }
+  MaxMemory memory;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view entry = text.substr(start, comma - start);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      throw InvalidArgument(
+          "max_memory: expected KEY=SIZE (such as 0=10GiB or cpu=64GiB), found '" +
+          std::string(trim(entry)) + "'");
+    }
+    add_entry(memory, entry.substr(0, eq), entry.substr(eq + 1));
+    start = comma + 1;
+  }
+  return memory;
+}
+
+MaxMemory MaxMemory::from_map(const std::vector<std::pair<std::string, std::string>>& entries) {
+  MaxMemory memory;
+  for (const auto& [key, size] : entries) add_entry(memory, key, size);
+  return memory;
+}
+
+std::optional<uint64_t> MaxMemory::get(MemoryDevice device) const {
+  const auto it = entries_.find(device);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string MaxMemory::str() const {
+  std::string out;
+  for (const auto& [device, bytes] : entries_) {
+    if (!out.empty()) out += ",";
+    out += device.str() + "=" + std::to_string(bytes);
+  }
+  return out;
+}
+
+namespace planner {
+
+Budgets get_max_memory(const std::optional<MaxMemory>& given, const PlanHardware& hardware,
+                       PlanRules rules) {
+  Budgets budgets;
+  if (given) {
+    // Accelerate converts the sizes and sorts: accelerators by index, then mps, cpu, disk. The
+    // map's order is that order. transformers then adds the caching allocator's reserved but
+    // unused memory (none: nothing is allocated yet) and keeps the user's values.
+    for (const auto& [device, bytes] : given->entries()) {
+      budgets[device] = static_cast<double>(bytes);
+    }
+    return budgets;
+  }
+  if (hardware.accelerator_type == "mps") {
+    // MPS shares host RAM: Accelerate gives it the available RAM, and no cpu budget.
+    budgets[MemoryDevice::mps()] = static_cast<double>(hardware.cpu_available);
+    return budgets;
+  }
+  for (const PlanAccelerator& a : hardware.accelerators) {
+    budgets[MemoryDevice::accelerator(a.index)] = static_cast<double>(a.free_bytes);
+  }
+  if (!hardware.unified_memory) {
+    double cpu = static_cast<double>(hardware.cpu_available);
+    // transformers keeps 10% of RAM free when the user set no max_memory.
+    if (rules == PlanRules::kFromPretrained) cpu *= 0.90;
+    budgets[MemoryDevice::cpu()] = cpu;
+  }
+  return budgets;
+}
+
+}  // namespace planner
+}  // namespace backplane

@@ -1,0 +1,260 @@
+// The differential test of device_map planning: tests/python/device_map_oracle.py asks the
+// pinned transformers and Accelerate where each module goes, for four architectures x generated
+// configs x max_memory budgets x dtypes x strategies; this test plans every case again and
+// requires the same hf_device_map, module by module, and the same budgets.
+//
+// Each model is planned twice: from the module tree torch built (exported by the oracle), and
+// from model_from_config on the same config.json (the path hwprobe plan takes).
+//
+// One difference is expected and counted: with a "disk" key in max_memory, Accelerate's own
+// get_balanced_memory raises (it resolves every key with torch.device, and "disk" is none);
+// the planner counts disk out and plans.
+#include <backplane/device_map.hpp>
+#include <backplane/error.hpp>
+#include <backplane/model.hpp>
+#include <backplane/selection.hpp>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace {
+
+using nlohmann::json;
+
+const json& oracle() {
+  static const json data = [] {
+    const char* path = std::getenv("BACKPLANE_DEVICE_MAP_ORACLE");
+    if (path == nullptr) throw std::runtime_error("BACKPLANE_DEVICE_MAP_ORACLE is not set");
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(std::string("cannot read ") + path);
+    return json::parse(in);
+  }();
+  return data;
+}
+
+// The torch module tree (named_modules() order, full names) back into nested Modules.
+backplane::Module build_module(const json& entries, size_t& i, const std::string& prefix) {
+  const json& entry = entries[i];
+  backplane::Module module;
+  const std::string name = entry[0].get<std::string>();
+  module.name = name.empty()
+                    ? ""
+                    : name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
+  module.class_name = entry[1].get<std::string>();
+  for (const json& t : entry[2]) {
+    backplane::TensorInfo tensor;
+    tensor.name = t[0].get<std::string>();
+    tensor.shape = t[1].get<std::vector<int64_t>>();
+    tensor.dtype = backplane::parse_dtype(t[2].get<std::string>());
+    tensor.buffer = t[3].get<bool>();
+    tensor.persistent = t[4].get<bool>();
+    module.tensors.push_back(std::move(tensor));
+  }
+  ++i;
+  const std::string child_prefix = name.empty() ? "" : name + ".";
+  while (i < entries.size()) {
+    const std::string next = entries[i][0].get<std::string>();
+    if (next.compare(0, child_prefix.size(), child_prefix) != 0 || next == name) break;
+    module.children.push_back(build_module(entries, i, child_prefix));
+  }
+  (void)prefix;
+  return module;
+}
+
+backplane::ModelDescription from_tree(const json& model) {
+  backplane::ModelDescription description;
+  const json& config = model.at("config");
+  description.architecture = config.at("architectures")[0].get<std::string>();
+  description.model_type = config.at("model_type").get<std::string>();
+  description.dtype = backplane::parse_dtype(config.at("dtype").get<std::string>());
+  size_t i = 0;
+  description.root = build_module(model.at("tree"), i, "");
+  description.no_split_module_classes = model.at("no_split").get<std::vector<std::string>>();
+  description.tied_parameters = model.at("tied").get<std::vector<std::vector<std::string>>>();
+  return description;
+}
+
+std::string python_device(const json& v) {
+  return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.get<std::string>();
+}
+
+struct Outcome {
+  int compared = 0;
+  int errors_matched = 0;
+  int documented_differences = 0;
+  std::vector<std::string> mismatches;
+  std::set<std::string> models, strategies, budgets, dtypes;
+};
+
+std::string describe(const json& c) {
+  std::ostringstream out;
+  out << c.at("model").get<std::string>() << " rules=" << c.at("rules").get<std::string>()
+      << " strategy=" << c.at("strategy").get<std::string>()
+      << " budget=" << c.at("budget").get<std::string>() << " dtype=" << c.at("dtype").dump();
+  return out.str();
+}
+
+void run_case(const json& c, const backplane::ModelDescription& model, Outcome& outcome) {
+  const backplane::PlanRules rules = c.at("rules") == "accelerate"
+                                         ? backplane::PlanRules::kAccelerate
+                                         : backplane::PlanRules::kFromPretrained;
+  std::optional<backplane::MaxMemory> max_memory;
+  if (!c.at("max_memory").is_null()) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const json& e : c.at("max_memory")) {
+      entries.emplace_back(e[0].get<std::string>(), std::to_string(e[1].get<uint64_t>()));
+    }
+    max_memory = backplane::MaxMemory::from_map(entries);
+  }
+  // Given budgets: the oracle machine has no accelerator of its own; torch's int keys are cuda.
+  backplane::PlanHardware hardware;
+  hardware.accelerator_type = "cuda";
+  if (!c.at("hardware").is_null()) {
+    const json& h = c.at("hardware");
+    hardware.accelerator_type = h.at("type").get<std::string>();
+    int index = 0;
+    for (const json& free : h.at("accelerators")) {
+      hardware.accelerators.push_back({index++, free.get<uint64_t>()});
+    }
+    hardware.cpu_available = h.at("cpu").get<uint64_t>();
+  }
+  std::optional<backplane::DType> dtype;
+  if (!c.at("dtype").is_null()) dtype = backplane::parse_dtype(c.at("dtype").get<std::string>());
+  const backplane::PlanStrategy strategy =
+      backplane::parse_device_map(c.at("strategy").get<std::string>());
+
+  const json& expected = c.at("expected");
+  ++outcome.compared;
+  outcome.models.insert(c.at("model").get<std::string>());
+  outcome.strategies.insert(c.at("rules").get<std::string>() + ":" +
+                            c.at("strategy").get<std::string>());
+  outcome.budgets.insert(c.at("budget").get<std::string>().substr(0, 7));
+  outcome.dtypes.insert(c.at("dtype").dump());
+  if (expected.contains("error")) {
+    const std::string error = expected.at("error").get<std::string>();
+    const bool disk_key_crash = error.rfind("RuntimeError: Expected one of", 0) == 0;
+    try {
+      backplane::plan_device_map(model, strategy, max_memory, dtype, hardware, rules);
+      if (disk_key_crash) {
+        ++outcome.documented_differences;
+      } else {
+        outcome.mismatches.push_back(describe(c) + ": Python raised " + error +
+                                     ", the planner did not");
+      }
+    } catch (const backplane::InvalidArgument& e) {
+      if (disk_key_crash) {
+        outcome.mismatches.push_back(describe(c) + ": planner raised " + e.what());
+      } else {
+        ++outcome.errors_matched;
+      }
+    }
+    return;
+  }
+  backplane::DevicePlan plan;
+  try {
+    plan = backplane::plan_device_map(model, strategy, max_memory, dtype, hardware, rules);
+  } catch (const std::exception& e) {
+    outcome.mismatches.push_back(describe(c) + ": planner raised " + e.what());
+    return;
+  }
+  std::map<std::string, std::string> want;
+  for (const json& e : expected.at("device_map"))
+    want[e[0].get<std::string>()] = python_device(e[1]);
+  std::map<std::string, std::string> got;
+  for (const auto& [name, target] : plan.device_map) got[name] = target.str();
+  if (want != got) {
+    std::string text = describe(c) + "\n    expected:";
+    for (const auto& [k, v] : want) text += " " + k + "=" + v;
+    text += "\n    planned: ";
+    for (const auto& [k, v] : got) text += " " + k + "=" + v;
+    outcome.mismatches.push_back(text);
+    return;
+  }
+  if (!c.at("budgets").is_null()) {
+    std::map<std::string, uint64_t> want_budgets;
+    for (const json& e : c.at("budgets")) {
+      const double v = e[1].get<double>();
+      want_budgets[e[0].get<std::string>()] = v > 0 ? static_cast<uint64_t>(std::floor(v)) : 0;
+    }
+    std::map<std::string, uint64_t> got_budgets;
+    for (const auto& [device, bytes] : plan.max_memory.entries()) got_budgets[device.str()] = bytes;
+    if (want_budgets != got_budgets) {
+      std::string text = describe(c) + ": budgets differ\n    expected:";
+      for (const auto& [k, v] : want_budgets) text += " " + k + "=" + std::to_string(v);
+      text += "\n    planned: ";
+      for (const auto& [k, v] : got_budgets) text += " " + k + "=" + std::to_string(v);
+      outcome.mismatches.push_back(text);
+    }
+  }
+}
+
+void check(const Outcome& outcome) {
+  for (size_t i = 0; i < outcome.mismatches.size() && i < 25; ++i) {
+    ADD_FAILURE() << outcome.mismatches[i];
+  }
+  EXPECT_EQ(outcome.mismatches.size(), 0u) << "of " << outcome.compared << " cases";
+  // Coverage the oracle promises: a test over too few cases proves little.
+  EXPECT_GE(outcome.compared, 5000);
+  EXPECT_GE(outcome.errors_matched, 100);
+  EXPECT_GE(outcome.documented_differences, 100);
+  std::cout << "[ planner  ] " << outcome.compared
+            << " cases: " << outcome.compared - static_cast<int>(outcome.mismatches.size())
+            << " agree (" << outcome.errors_matched << " errors where Python fails), "
+            << outcome.documented_differences
+            << " with a disk key where Accelerate's get_balanced_memory raises; "
+            << outcome.models.size() << " models, " << outcome.strategies.size()
+            << " rule:strategy pairs, " << outcome.budgets.size() << " budget kinds, "
+            << outcome.dtypes.size() << " dtype overrides\n";
+}
+
+TEST(DeviceMapDifferential, FromTheTorchModuleTree) {
+  const json& data = oracle();
+  std::map<std::string, backplane::ModelDescription> models;
+  for (const auto& [id, model] : data.at("models").items()) models.emplace(id, from_tree(model));
+  Outcome outcome;
+  for (const json& c : data.at("cases")) {
+    const std::string id = c.at("model").get<std::string>();
+    run_case(c, models.at(id), outcome);
+  }
+  check(outcome);
+}
+
+TEST(DeviceMapDifferential, FromModelFromConfig) {
+  const json& data = oracle();
+  std::map<std::string, backplane::ModelDescription> models;
+  for (const auto& [id, model] : data.at("models").items()) {
+    models.emplace(id, backplane::model_from_config_json(model.at("config").dump()));
+  }
+  Outcome outcome;
+  for (const json& c : data.at("cases")) {
+    const std::string id = c.at("model").get<std::string>();
+    run_case(c, models.at(id), outcome);
+  }
+  check(outcome);
+}
+
+// The tree sizes agree with what transformers / Accelerate computed for the whole model.
+TEST(DeviceMapDifferential, ModelSizes) {
+  const json& data = oracle();
+  int compared = 0;
+  for (const auto& [id, model] : data.at("models").items()) {
+    const bool accelerate = id.find("/accelerate") != std::string::npos;
+    const backplane::DevicePlan plan = backplane::plan_device_map(
+        from_tree(model), backplane::parse_device_map("sequential"),
+        backplane::MaxMemory::parse("cpu=1"), std::nullopt, backplane::PlanHardware{},
+        accelerate ? backplane::PlanRules::kAccelerate : backplane::PlanRules::kFromPretrained);
+    EXPECT_EQ(plan.model_size, model.at("model_size").get<uint64_t>()) << id;
+    ++compared;
+  }
+  EXPECT_GE(compared, 32);
+}
+
+}  // namespace

@@ -1,0 +1,220 @@
+// hwprobe plan as a process: the JSON shape, plans on simulated machines, and bad input (exit 2,
+// the message on stderr).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "process.hpp"
+
+namespace {
+
+using nlohmann::json;
+using testing_support::ProcessResult;
+using testing_support::run_process;
+
+const std::string kLlama70b = BENCH_DATA "/llama-70b-config.json";
+
+ProcessResult hwprobe(std::vector<std::string> args) {
+  args.insert(args.begin(), {HWPROBE_PATH, "plan"});
+  // The default plugin folder of the build tree; no topology from the caller's environment.
+  return run_process(args, {{"BACKPLANE_PLUGIN_PATH", ""},
+                            {"BACKPLANE_SIM_TOPOLOGY", ""},
+                            {"CUDA_VISIBLE_DEVICES", ""},
+                            {"BACKPLANE_PLUGINS", ""}});
+}
+
+json plan_json(std::vector<std::string> args) {
+  args.push_back("--json");
+  const ProcessResult r = hwprobe(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+// A one-layer Llama config in a temporary folder.
+class TinyConfig {
+ public:
+  TinyConfig() {
+    dir_ = std::filesystem::temp_directory_path() / ("hwprobe-plan-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    std::ofstream(path()) << R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1000,
+      "dtype": "bfloat16"})";
+  }
+  ~TinyConfig() { std::filesystem::remove_all(dir_); }
+  std::string path() const { return (dir_ / "config.json").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+TEST(HwprobePlan, AutoOnEightSimulatedH100s) {
+  const json j = plan_json({"--config", kLlama70b, "--device-map", "auto", "--sim", "h100x8"});
+  ASSERT_TRUE(j.at("device_map").is_object());
+  // 80 layers + embed_tokens, norm, rotary_emb, lm_head: layers are split over the GPUs, so no
+  // parent folds.
+  EXPECT_EQ(j["device_map"].size(), 84u);
+  // 70.55 G bf16 parameters and RoPE's two float32 buffers of 64.
+  EXPECT_EQ(j.at("model_size"), 141107413504ull);
+  EXPECT_EQ(j.at("accelerator_type"), "cuda");
+  std::set<int> gpus;
+  for (const auto& [name, device] : j["device_map"].items()) {
+    ASSERT_TRUE(device.is_number_integer()) << name << " went to " << device;
+    gpus.insert(device.get<int>());
+  }
+  EXPECT_EQ(gpus, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(j["device_map"]["model.embed_tokens"], 0);
+  EXPECT_EQ(j["device_map"]["lm_head"], 7);
+  // Balanced: every GPU but the last capped near model_size / 8; the last keeps all of its
+  // memory (simulated devices cannot tell free memory: their total, 81559 MiB).
+  const json& budgets = j.at("max_memory");
+  EXPECT_EQ(budgets.at("7"), 81559ull << 20);
+  EXPECT_LT(budgets.at("0").get<uint64_t>(), 20ull << 30);
+  EXPECT_TRUE(budgets.contains("cpu"));
+}
+
+// Derived by hand, and what transformers gives: GPU 0 keeps room for the largest layer
+// (embed_tokens / lm_head, 2101346304 B): 40 GiB - that leaves embed_tokens + 22 layers of
+// 1711308800 B; GPU 1 takes 25 layers (25 x 1711308800 <= 40 GiB); cpu the rest.
+TEST(HwprobePlan, SequentialWithMaxMemory) {
+  const json j = plan_json({"--config", kLlama70b, "--device-map", "sequential", "--max-memory",
+                            "0=40GiB,1=40GiB,cpu=200GiB", "--sim", "h100x8"});
+  const json& map = j.at("device_map");
+  EXPECT_EQ(map.at("model.embed_tokens"), 0);
+  EXPECT_EQ(map.at("model.layers.21"), 0);
+  EXPECT_EQ(map.at("model.layers.22"), 1);
+  EXPECT_EQ(map.at("model.layers.46"), 1);
+  EXPECT_EQ(map.at("model.layers.47"), "cpu");
+  EXPECT_EQ(map.at("lm_head"), "cpu");
+  EXPECT_EQ(j.at("max_memory"), json::parse(R"({"0": 42949672960, "1": 42949672960,
+                                                "cpu": 214748364800})"));
+}
+
+TEST(HwprobePlan, DeviceStringIndexAndDtype) {
+  json j = plan_json({"--config", kLlama70b, "--device-map", "cuda:3", "--sim", "h100x8"});
+  EXPECT_EQ(j.at("device_map"), json::parse(R"({"": "cuda:3"})"));
+  j = plan_json({"--config", kLlama70b, "--device-map", "5", "--sim", "h100x8"});
+  EXPECT_EQ(j.at("device_map"), json::parse(R"({"": 5})"));
+  // float32 doubles the parameters; the float32 buffers stay 512 B.
+  j = plan_json({"--config", kLlama70b, "--device-map", "cuda:0", "--dtype", "float32"});
+  EXPECT_EQ(j.at("model_size"), 2 * (141107413504ull - 512) + 512);
+}
+
+TEST(HwprobePlan, NeuronIsNeverFilledByAuto) {
+  const TinyConfig config;
+  const json j =
+      plan_json({"--config", config.path(), "--device-map", "auto", "--sim", "trn1-32xlarge"});
+  EXPECT_EQ(j.at("device_map"), json::parse(R"({"": "cpu"})"));
+  EXPECT_TRUE(j.at("accelerator_type").is_null());
+  EXPECT_FALSE(j.at("max_memory").contains("0"));
+}
+
+// --weights: a safetensors file without a config beside it (the tree rebuilt from its names).
+TEST(HwprobePlan, FromSafetensorsWeights) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("hwprobe-plan-weights-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::pair<std::string, std::vector<int>>> tensors = {
+      {"lm_head.weight", {16, 4}},
+      {"model.embed_tokens.weight", {16, 4}},
+      {"model.layers.0.mlp.gate_proj.weight", {8, 4}},
+      {"model.layers.1.mlp.gate_proj.weight", {8, 4}},
+      {"model.norm.weight", {4}}};
+  json header = json::object();
+  size_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    size_t bytes = 4;
+    for (int d : shape) bytes *= static_cast<size_t>(d);
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  const std::string text = header.dump();
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  file += text + std::string(offset, '\0');
+  std::ofstream((dir / "model.safetensors").string(), std::ios::binary) << file;
+
+  const json j = plan_json({"--weights", (dir / "model.safetensors").string(), "--device-map",
+                            "sequential", "--max-memory", "0=1MB,cpu=1MB"});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(j.at("model_size"), 4u * (64 + 64 + 32 + 32 + 4));
+  EXPECT_EQ(j.at("device_map"), json::parse(R"({"": 0})"));
+}
+
+TEST(HwprobePlan, ReadableFormShowsDevicesAndOffload) {
+  const ProcessResult r = hwprobe({"--config", kLlama70b, "--device-map", "sequential",
+                                   "--max-memory", "0=40GiB,1=40GiB,cpu=30GiB", "--sim", "h100x8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cuda:0  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.embed_tokens, model.layers.0-21"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.layers.22-46"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("offloaded: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" to disk"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" to cpu"), std::string::npos) << r.out;
+}
+
+TEST(HwprobePlan, TensorParallelPlan) {
+  const json j = plan_json({"--config", kLlama70b, "--tp-size", "8"});
+  ASSERT_EQ(j.at("per_rank_bytes").size(), 8u);
+  EXPECT_EQ(j["per_rank_bytes"][0], j["per_rank_bytes"][7]);
+  EXPECT_EQ(j.at("tp_plan").at("model.layers.0.self_attn.q_proj"), "colwise");
+  EXPECT_EQ(j.at("tp_plan").at("model.layers.79.mlp.down_proj"), "rowwise");
+  // Each rank holds about an eighth of the 141 GB.
+  EXPECT_LT(j["per_rank_bytes"][0].get<uint64_t>(), 141107413504ull / 8 + (1ull << 30));
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  const char* message;  // a part of stderr
+};
+
+// Test names show the arguments after the config.
+void PrintTo(const BadInput& b, std::ostream* os) {
+  for (size_t i = 0; i < b.args.size(); ++i) {
+    if (b.args[i] == kLlama70b) continue;
+    *os << (i == 0 ? "" : " ") << b.args[i];
+  }
+}
+
+class HwprobePlanBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(HwprobePlanBadInput, ExitsTwoWithTheMessage) {
+  const ProcessResult r = hwprobe(GetParam().args);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HwprobePlanBadInput,
+    ::testing::Values(
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--max-memory", "gpu0=1GB"},
+                 "Device gpu0 is not recognized, available devices are integers(for GPU/XPU), "
+                 "'mps', 'cpu' and 'disk'"},
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--max-memory", "disk=1TB"},
+                 "`size` 1TB is not in a valid format. Use an integer for bytes, or a string with "
+                 "an unit (like '5.0GB')."},
+        BadInput{{"--config", kLlama70b, "--device-map", "automatic"},
+                 "When passing device_map as a string, the value needs to be a device name (e.g. "
+                 "cpu, cuda:0) or 'auto', 'balanced', 'balanced_low_0', 'sequential' but found "
+                 "automatic."},
+        BadInput{{"--config", kLlama70b, "--device-map", "-1"},
+                 "You can't pass device_map as a negative int."},
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--dtype", "int8"},
+                 "--dtype int8: expected bfloat16, float16 or float32"},
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--tp-size", "2"},
+                 "Tensor parallelism and `device_map` are mutually exclusive."},
+        BadInput{{"--config", kLlama70b, "--weights", "x.safetensors", "--device-map", "auto"},
+                 "give one of --config FILE or --weights FILE"},
+        BadInput{{"--config", kLlama70b}, "give --device-map VALUE (or --tp-size N)"},
+        BadInput{{"--config", "/nonexistent/config.json", "--device-map", "auto"},
+                 "/nonexistent/config.json"},
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--bogus"},
+                 "unrecognised option '--bogus'"}));
+
+}  // namespace

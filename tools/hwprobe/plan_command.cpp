@@ -1,0 +1,269 @@
+// hwprobe plan: where from_pretrained(device_map=...) would put each module of a model on this
+// (or a simulated) machine (core/include/backplane/device_map.hpp), or with --tp-size the
+// tensor-parallel plan (tensor_parallel.hpp).
+#include <backplane/device_map.hpp>
+#include <backplane/model.hpp>
+#include <backplane/selection.hpp>
+#include <backplane/tensor_parallel.hpp>
+
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "text_report.hpp"
+
+namespace po = boost::program_options;
+
+namespace hwprobe {
+
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+OrderedJson target_json(const backplane::DeviceMapTarget& target) {
+  if (target.kind == backplane::DeviceMapTarget::Kind::kIndex) return target.index;
+  return target.str();
+}
+
+OrderedJson plan_json(const backplane::DevicePlan& plan) {
+  OrderedJson device_map = OrderedJson::object();
+  for (const auto& [name, target] : plan.device_map) device_map[name] = target_json(target);
+  OrderedJson max_memory = OrderedJson::object();
+  for (const auto& [device, bytes] : plan.max_memory.entries()) max_memory[device.str()] = bytes;
+  OrderedJson placed = OrderedJson::array();
+  for (const backplane::DevicePlacement& p : plan.placed) {
+    placed.push_back(
+        {{"device", target_json(p.device)}, {"bytes", p.bytes}, {"modules", p.modules}});
+  }
+  return {{"device_map", device_map},
+          {"max_memory", max_memory},
+          {"model_size", plan.model_size},
+          {"accelerator_type", plan.accelerator_type.empty() ? OrderedJson(nullptr)
+                                                             : OrderedJson(plan.accelerator_type)},
+          {"placed", placed}};
+}
+
+// "cuda:0" for an index, "cpu", "disk" as they are.
+std::string device_label(const backplane::DeviceMapTarget& target, const std::string& type) {
+  if (target.kind == backplane::DeviceMapTarget::Kind::kIndex && !type.empty()) {
+    return type + ":" + std::to_string(target.index);
+  }
+  return target.str();
+}
+
+// "model.layers.0", ..., "model.layers.9" -> "model.layers.0-9"; other names as they are.
+std::string compact(const std::vector<std::string>& names) {
+  std::string out;
+  size_t i = 0;
+  auto split = [](const std::string& name, std::string& prefix, long& number) {
+    const size_t dot = name.rfind('.');
+    const std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
+    if (last.empty() || last.find_first_not_of("0123456789") != std::string::npos ||
+        last.size() > 9) {
+      return false;
+    }
+    prefix = dot == std::string::npos ? "" : name.substr(0, dot + 1);
+    number = std::stol(last);
+    return true;
+  };
+  while (i < names.size()) {
+    std::string prefix;
+    long first = 0;
+    size_t j = i + 1;
+    if (split(names[i], prefix, first)) {
+      long last = first;
+      std::string next_prefix;
+      long next = 0;
+      while (j < names.size() && split(names[j], next_prefix, next) && next_prefix == prefix &&
+             next == last + 1) {
+        last = next;
+        ++j;
+      }
+      out += (out.empty() ? "" : ", ") + prefix + std::to_string(first) +
+             (last > first ? "-" + std::to_string(last) : "");
+    } else {
+      out +=
+          (out.empty() ? "" : ", ") + (names[i].empty() ? std::string("(whole model)") : names[i]);
+    }
+    i = j;
+  }
+  return out;
+}
+
+void print_plan(const backplane::ModelDescription& model, const backplane::DevicePlan& plan,
+                const std::string& device_map, const std::optional<backplane::DType>& dtype) {
+  std::cout << (model.architecture.empty() ? std::string("model") : model.architecture) << ", "
+            << format_bytes(plan.model_size) << " ("
+            << backplane::to_string(dtype.value_or(model.dtype)) << "), device_map=" << device_map
+            << "\n";
+  std::string budgets;
+  for (const auto& [device, bytes] : plan.max_memory.entries()) {
+    budgets += (budgets.empty() ? "" : ", ") + device.str() + "=" + format_bytes(bytes);
+  }
+  std::cout << "max_memory: " << (budgets.empty() ? "(none)" : budgets) << "\n\n";
+  size_t width = 6;
+  for (const backplane::DevicePlacement& p : plan.placed) {
+    width = std::max(width, device_label(p.device, plan.accelerator_type).size());
+  }
+  std::cout << "DEVICE" << std::string(width - 6 + 2, ' ') << "BYTES       MODULES\n";
+  uint64_t offloaded = 0;
+  std::string offload_text;
+  for (const backplane::DevicePlacement& p : plan.placed) {
+    const std::string label = device_label(p.device, plan.accelerator_type);
+    const std::string bytes = format_bytes(p.bytes);
+    std::cout << label << std::string(width - label.size() + 2, ' ') << bytes
+              << std::string(bytes.size() < 12 ? 12 - bytes.size() : 1, ' ') << compact(p.modules)
+              << "\n";
+    const bool offload = p.device.kind == backplane::DeviceMapTarget::Kind::kDisk ||
+                         (p.device.kind == backplane::DeviceMapTarget::Kind::kDevice &&
+                          p.device.device.type() == "cpu" && !plan.accelerator_type.empty());
+    if (offload) {
+      offloaded += p.bytes;
+      offload_text += (offload_text.empty() ? "" : ", ") + format_bytes(p.bytes) + " to " + label;
+    }
+  }
+  std::cout << "\noffloaded: " << (offloaded == 0 ? std::string("nothing") : offload_text) << "\n";
+}
+
+OrderedJson tp_json(const backplane::TensorParallelPlan& tp) {
+  OrderedJson styles = OrderedJson::object();
+  for (const backplane::TensorParallelModule& m : tp.modules) {
+    if (!m.style.empty()) styles[m.name] = m.style;
+  }
+  return {{"tp_size", tp.tp_size},
+          {"tp_plan", styles},
+          {"per_rank_bytes", tp.rank_parameter_bytes},
+          {"replicated_bytes", tp.replicated_parameter_bytes}};
+}
+
+void print_tp(const backplane::ModelDescription& model, const backplane::TensorParallelPlan& tp) {
+  std::cout << (model.architecture.empty() ? std::string("model") : model.architecture)
+            << ", tensor parallel over " << tp.tp_size << " ranks\n\n";
+  // Styles with the modules that take them, layers compacted.
+  std::map<std::string, std::vector<std::string>> by_style;
+  for (const backplane::TensorParallelModule& m : tp.modules) {
+    by_style[m.style.empty() ? "(whole on every rank)" : m.style].push_back(m.name);
+  }
+  for (const auto& [style, names] : by_style) std::cout << style << ": " << compact(names) << "\n";
+  std::cout << "\nRANK  BYTES\n";
+  for (size_t r = 0; r < tp.rank_parameter_bytes.size(); ++r) {
+    std::cout << r << std::string(r < 10 ? 5 : 4, ' ')
+              << format_bytes(static_cast<uint64_t>(tp.rank_parameter_bytes[r])) << "\n";
+  }
+  std::cout << "replicated on every rank: "
+            << format_bytes(static_cast<uint64_t>(tp.replicated_parameter_bytes)) << "\n";
+}
+
+void retype_parameters(backplane::Module& module, backplane::DType dtype) {
+  for (backplane::TensorInfo& t : module.tensors) {
+    if (!t.buffer && backplane::is_floating_point(t.dtype)) t.dtype = dtype;
+  }
+  for (backplane::Module& child : module.children) retype_parameters(child, dtype);
+}
+
+std::optional<backplane::DType> parse_plan_dtype(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text != "bfloat16" && text != "float16" && text != "float32") {
+    throw backplane::InvalidArgument("--dtype " + text + ": expected bfloat16, float16 or float32");
+  }
+  return backplane::parse_dtype(text);
+}
+
+}  // namespace
+
+int run_plan(const std::vector<std::string>& args) {
+  CommonOptions common;
+  std::string config;
+  std::string weights;
+  std::string device_map;
+  std::string max_memory;
+  std::string dtype_text;
+  std::string rules_text = "from_pretrained";
+  int tp_size = 0;
+  po::options_description description("Options");
+  description.add_options()("config", po::value(&config)->value_name("FILE"),
+                            "the model's config.json (Llama, Mistral, Qwen2, Qwen3)")(
+      "weights", po::value(&weights)->value_name("FILE"),
+      "a .safetensors file or a sharded checkpoint's model.safetensors.index.json")(
+      "device-map", po::value(&device_map)->value_name("VALUE"),
+      "auto, balanced, balanced_low_0, sequential, a device string (cuda:3), an accelerator "
+      "index, or a JSON object {module: device}")(
+      "max-memory", po::value(&max_memory)->value_name("LIST"),
+      "budgets per device: 0=10GiB,1=10GiB,cpu=64GiB,disk=1000GB (Accelerate's units, "
+      "no TB); default: free memory of each accelerator and available RAM")(
+      "dtype", po::value(&dtype_text)->value_name("DTYPE"),
+      "bfloat16 | float16 | float32: from_pretrained(dtype=...); default: the config's")(
+      "tp-size", po::value(&tp_size)->value_name("N"),
+      "print the tensor-parallel plan over N ranks instead (exclusive with --device-map)")(
+      "rules", po::value(&rules_text)->value_name("WHICH"),
+      "from_pretrained (default) | accelerate: load_checkpoint_and_dispatch's variant");
+  add_common_options(description, common);
+  po::variables_map vm;
+  parse_command_args(args, description, "", vm);
+  const char* usage =
+      "hwprobe plan (--config FILE | --weights FILE) (--device-map VALUE | --tp-size N)\n"
+      "       [--max-memory LIST] [--dtype DTYPE] [--json] [--sim NAME|FILE]";
+  if (common.help) {
+    print_command_help(usage, description);
+    return kExitOk;
+  }
+  if (config.empty() == weights.empty()) {
+    std::cerr << "hwprobe plan: give one of --config FILE or --weights FILE\nUsage: " << usage
+              << "\n";
+    return kExitUsage;
+  }
+  if (device_map.empty() && !vm.count("tp-size")) {
+    std::cerr << "hwprobe plan: give --device-map VALUE (or --tp-size N)\nUsage: " << usage << "\n";
+    return kExitUsage;
+  }
+  if (vm.count("tp-size") && tp_size < 1) {
+    throw backplane::InvalidArgument("--tp-size " + std::to_string(tp_size) +
+                                     ": expected a positive number of ranks");
+  }
+  if (tp_size > 1 && !device_map.empty()) {
+    // transformers' own words (distributed/mixin.py).
+    throw backplane::InvalidArgument("Tensor parallelism and `device_map` are mutually exclusive.");
+  }
+  if (rules_text != "from_pretrained" && rules_text != "accelerate") {
+    throw backplane::InvalidArgument("--rules " + rules_text +
+                                     ": expected from_pretrained or accelerate");
+  }
+  const std::optional<backplane::DType> dtype = parse_plan_dtype(dtype_text);
+  std::optional<backplane::MaxMemory> memory;
+  if (vm.count("max-memory")) memory = backplane::MaxMemory::parse(max_memory);
+
+  backplane::ModelDescription model = config.empty() ? backplane::model_from_safetensors(weights)
+                                                     : backplane::model_from_config(config);
+  if (device_map.empty()) {
+    // from_pretrained(dtype=...) builds the parameters in that dtype.
+    if (dtype) {
+      retype_parameters(model.root, *dtype);
+      model.dtype = *dtype;
+    }
+    const backplane::TensorParallelPlan tp = backplane::plan_tensor_parallel(model, tp_size);
+    if (common.json) {
+      std::cout << tp_json(tp).dump(2) << "\n";
+    } else {
+      print_tp(model, tp);
+    }
+    return kExitOk;
+  }
+
+  const backplane::Runtime runtime = open_runtime(common);
+  const backplane::PlanStrategy strategy =
+      backplane::parse_device_map(device_map, runtime.device_types());
+  const backplane::DevicePlan plan = backplane::plan_device_map(
+      model, strategy, memory, dtype, runtime,
+      rules_text == "accelerate" ? backplane::PlanRules::kAccelerate
+                                 : backplane::PlanRules::kFromPretrained);
+  if (common.json) {
+    std::cout << plan_json(plan).dump(2) << "\n";
+  } else {
+    print_plan(model, plan, strategy.str(), dtype);
+  }
+  return kExitOk;
+}
+
+}  // namespace hwprobe
