@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -69,8 +70,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
-      const std::string name = run.benchmark_name();
+      // Single runs, or the median of repetitions (--benchmark_repetitions=N), which wins.
+      std::string name = run.benchmark_name();
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (median) {
+        name = name.substr(0, name.size() - std::string("_median").size());
+      } else if (run.run_type != Run::RT_Iteration || run.iterations == 0 ||
+                 medians_.count(name) > 0) {
+        continue;
+      }
+      if (median) medians_.insert(name);
       const size_t slash = name.rfind('/');
       if (slash == std::string::npos) continue;
       times_[name.substr(0, slash)][name.substr(slash + 1)] = run.GetAdjustedRealTime();
@@ -93,6 +102,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
  private:
   std::map<std::string, std::map<std::string, double>> times_;
+  std::set<std::string> medians_;
 };
 
 }  // namespace

@@ -136,7 +136,8 @@ void run_case(const json& c, const backplane::ModelDescription& model, Outcome& 
   outcome.models.insert(c.at("model").get<std::string>());
   outcome.strategies.insert(c.at("rules").get<std::string>() + ":" +
                             c.at("strategy").get<std::string>());
-  outcome.budgets.insert(c.at("budget").get<std::string>().substr(0, 7));
+  const std::string budget = c.at("budget").get<std::string>();
+  outcome.budgets.insert(budget.substr(0, budget.find("-x")));  // "4-gpus-x1.37" -> "4-gpus"
   outcome.dtypes.insert(c.at("dtype").dump());
   if (expected.contains("error")) {
     const std::string error = expected.at("error").get<std::string>();
