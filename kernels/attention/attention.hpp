@@ -1,0 +1,103 @@
+// CPU attention forward kernels: scaled dot-product attention over DLPack tensors.
+//
+//   out = softmax(scale * q k^T + mask) v      (per batch and query head)
+//
+// Shapes (DLPack, strides in elements, NULL strides = compact row-major, byte_offset honoured):
+//   query  [batch, heads_q,  seq_q, head_dim]
+//   key    [batch, heads_kv, seq_k, head_dim]
+//   value  [batch, heads_kv, seq_k, head_dim_v]   (head_dim_v may differ, as in PyTorch)
+//   output [batch, heads_q,  seq_q, head_dim_v]   (written; must not overlap an input)
+//   mask   optional, broadcastable to [batch, heads_q, seq_q, seq_k] (NumPy rules: missing
+//          leading dims and size-1 dims broadcast; any strides, 0 included). Boolean (DLPack
+//          bool or uint8, 8 bits: nonzero = keep) or additive (float32 or the query's dtype).
+// heads_q must be a multiple of heads_kv: query head h reads kv head h / (heads_q / heads_kv)
+// (grouped-query attention; multi-query when heads_kv = 1).
+//
+// Semantics:
+//   - dtypes float32, bfloat16, float16; q, k, v and output share one; accumulation in fp32.
+//   - causal is aligned bottom-right: query i sees keys j <= i + seq_k - seq_q (decoding with a
+//     KV cache). This equals PyTorch's is_causal only when seq_q == seq_k; PyTorch's is_causal is
+//     top-left aligned (torch.nn.attention.bias.causal_lower_right is this one).
+//   - A row whose keys are all masked (by the mask, by causal, or seq_k == 0) gives zeros, as
+//     at::scaled_dot_product_attention does on CPU in LibTorch 2.5+ (math and fused paths).
+//   - batch == 0, heads_q == 0 or seq_q == 0: nothing to do, success.
+//
+// Errors: every function here returns a Status and never throws; messages name the argument
+// and what would have been accepted.
+//
+// Threads: the kernels run on a process-wide pool owned by this library (set_num_threads).
+// Concurrent calls from several host threads are safe; they take turns on the pool.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace backplane::attention {
+
+// Mirrors bp_status_code of the plugin ABI so the plugin converts one to one.
+enum class StatusCode : int {
+  kOk = 0,
+  kInvalidArgument = 1,
+  kUnimplemented = 5,
+  kInternal = 6,
+  kOutOfMemory = 7,
+};
+
+struct Status {
+  StatusCode code = StatusCode::kOk;
+  std::string message;  // empty when ok
+
+  bool ok() const { return code == StatusCode::kOk; }
+  static Status Ok() { return {}; }
+  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, m}; }
+};
+
+// The attn_implementation names of transformers that these kernels serve.
+enum class Implementation {
+  kSdpa,   // fused, tiled, online softmax; never materializes the score matrix (default)
+  kEager,  // the plain reference: scores materialized, softmax, matmul
+};
+const char* implementation_name(Implementation impl);  // "sdpa", "eager"
+
+struct Options {
+  bool causal = false;
+  std::optional<double> scale;  // default 1 / sqrt(head_dim)
+  Implementation implementation = Implementation::kSdpa;
+};
+
+struct Tensors {
+  const DLTensor* query = nullptr;
+  const DLTensor* key = nullptr;
+  const DLTensor* value = nullptr;
+  const DLTensor* mask = nullptr;    // optional
+  const DLTensor* output = nullptr;  // the kernel writes through output->data
+};
+
+// What a call ran on (for tests and logs).
+struct RunInfo {
+  const char* target = "";  // Highway target of the sdpa kernel ("AVX3", "AVX2", ...); "" for eager
+  const char* tile_kernel = "";  // "f32-fma", or "amx-bf16" (bf16 on AMX); "" for eager
+  int threads = 0;               // threads used
+};
+
+// Checks shapes, dtypes, devices, pointers, alignment and overlap without running anything.
+Status validate(const Tensors& tensors, const Options& options = {});
+
+// Validates, then computes the attention into tensors.output. `info` (out, optional).
+Status forward(const Tensors& tensors, const Options& options = {}, RunInfo* info = nullptr);
+
+// Threads of the process-wide pool; n <= 0 restores the default,
+// std::thread::hardware_concurrency(). Takes effect for the next call.
+void set_num_threads(int n);
+int num_threads();
+
+// The Highway target the sdpa kernel dispatches to on this CPU ("AVX3", ...), and whether bf16
+// tiles run on AMX here (Linux grants the process AMX state on the first call).
+const char* dispatch_target();
+bool has_amx_bf16();
+
+}  // namespace backplane::attention

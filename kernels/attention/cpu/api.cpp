@@ -1,0 +1,78 @@
+// The public entry points: validation, dispatch to eager or sdpa, no exception escapes.
+#include <exception>
+#include <new>
+
+#include "attention/attention.hpp"
+#include "cpu/problem.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace backplane::attention {
+
+const char* implementation_name(Implementation impl) {
+  switch (impl) {
+    case Implementation::kSdpa:
+      return "sdpa";
+    case Implementation::kEager:
+      return "eager";
+  }
+  return "unknown";
+}
+
+Status validate(const Tensors& tensors, const Options& options) {
+  try {
+    cpu::Problem p;
+    return cpu::make_problem(tensors, options, &p);
+  } catch (const std::exception& e) {
+    return {StatusCode::kInternal, std::string("attention: ") + e.what()};
+  } catch (...) {
+    return {StatusCode::kInternal, "attention: unknown error"};
+  }
+}
+
+Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
+  try {
+    cpu::Problem p;
+    Status s = cpu::make_problem(tensors, options, &p);
+    if (!s.ok()) return s;
+    const int threads = cpu::ThreadPool::global().threads();
+    if (info) *info = RunInfo{"", "", threads};
+    if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0 || p.head_dim_v == 0) return s;
+    switch (options.implementation) {
+      case Implementation::kEager:
+        cpu::run_eager(p, threads);
+        break;
+      case Implementation::kSdpa:
+        cpu::run_sdpa(p, threads, info);
+        break;
+      default:
+        return {StatusCode::kInvalidArgument,
+                "attention: unknown implementation; expected "
+                "Implementation::kSdpa or kEager"};
+    }
+    return s;
+  } catch (const std::bad_alloc&) {
+    return {StatusCode::kOutOfMemory, "attention: out of memory for the kernel's buffers"};
+  } catch (const std::exception& e) {
+    return {StatusCode::kInternal, std::string("attention: ") + e.what()};
+  } catch (...) {
+    return {StatusCode::kInternal, "attention: unknown error"};
+  }
+}
+
+void set_num_threads(int n) {
+  cpu::ThreadPool::global().set_threads(n);
+}
+
+int num_threads() {
+  return cpu::ThreadPool::global().threads();
+}
+
+const char* dispatch_target() {
+  return cpu::sdpa_target();
+}
+
+bool has_amx_bf16() {
+  return cpu::amx_bf16_available();
+}
+
+}  // namespace backplane::attention

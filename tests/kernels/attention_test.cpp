@@ -1,0 +1,304 @@
+// The sdpa kernel against the eager reference over the case table, on every SIMD target this
+// CPU supports; edge cases; argument validation.
+#include <gtest/gtest.h>
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attention_testing.hpp"
+
+namespace backplane::attention {
+namespace {
+
+using testing::Case;
+using testing::HostTensor;
+using testing::Instance;
+using testing::MaskType;
+using testing::rel_error;
+using testing::tolerance;
+using DType = cpu::DType;
+
+std::vector<float> run(Instance& in, Implementation impl, RunInfo* info = nullptr) {
+  const Status s = forward(in.tensors(), in.options(impl), info);
+  EXPECT_TRUE(s.ok()) << s.message;
+  return in.out.logical();
+}
+
+// ------------------------------------------------------------------ dispatch
+
+TEST(AttentionDispatch, PicksTheBestSupportedTarget) {
+  const int64_t best = hwy::SupportedTargets() & HWY_TARGETS;
+  const int64_t expected = best & -best;  // lowest bit = best target
+  EXPECT_STREQ(dispatch_target(), hwy::TargetName(expected));
+  Instance in(Case{"small", 1, 2, 2, 7, 7, 64, true, DType::kF32});
+  RunInfo info;
+  run(in, Implementation::kSdpa, &info);
+  EXPECT_STREQ(info.target, hwy::TargetName(expected));
+  std::printf("sdpa dispatches to %s here; bf16 tiles: %s\n", info.target,
+              has_amx_bf16() ? "AMX" : "f32 FMA after conversion");
+}
+
+// Each supported target in turn (hwy::SetSupportedTargetsForTest), as Highway's own tests do:
+// the dispatcher must really land on it, and the result must match eager.
+class PerTarget : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam()); }
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+TEST_P(PerTarget, MatchesEagerAndRunsOnTheTarget) {
+  const std::vector<Case> cases = {
+      {"gqa_causal", 1, 4, 2, 127, 127, 80, true, DType::kF32, MaskType::kBool},
+      {"decode_split", 1, 4, 1, 1, 1024, 64, false, DType::kF32},
+      {"bf16", 1, 2, 1, 64, 100, 128, true, DType::kBF16},
+      {"f16", 1, 2, 2, 33, 33, 96, false, DType::kF16, MaskType::kAdditive},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Instance in(c);
+    const std::vector<float> ref = run(in, Implementation::kEager);
+    RunInfo info;
+    const std::vector<float> got = run(in, Implementation::kSdpa, &info);
+    EXPECT_STREQ(info.target, hwy::TargetName(GetParam()));
+    EXPECT_LE(rel_error(got, ref), tolerance(c.dtype));
+  }
+}
+
+std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
+  return hwy::TargetName(info.param);
+}
+INSTANTIATE_TEST_SUITE_P(Targets, PerTarget,
+                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
+
+// ------------------------------------------------------------------ the table against eager
+
+class AgainstEager : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AgainstEager, SdpaMatches) {
+  const Case& c = GetParam();
+  Instance in(c);
+  const std::vector<float> ref = run(in, Implementation::kEager);
+  const std::vector<float> got = run(in, Implementation::kSdpa);
+  const double err = rel_error(got, ref);
+  EXPECT_LE(err, tolerance(c.dtype)) << c.name;
+  RecordProperty("rel_error", std::to_string(err));
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, AgainstEager, ::testing::ValuesIn(testing::case_table()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+TEST(AttentionThreads, SameResultWithOneAndManyThreads) {
+  Instance in(Case{"t", 1, 8, 1, 1, 4097, 128, false, DType::kF32});
+  set_num_threads(1);
+  const std::vector<float> one = run(in, Implementation::kSdpa);
+  set_num_threads(3);
+  EXPECT_EQ(num_threads(), 3);
+  const std::vector<float> many = run(in, Implementation::kSdpa);  // split-KV path
+  set_num_threads(0);
+  EXPECT_LE(rel_error(many, one), tolerance(DType::kF32));  // split-KV sums in another order
+}
+
+// ------------------------------------------------------------------ edge cases
+
+TEST(AttentionEdges, FullyMaskedRowsAreZero) {
+  for (Implementation impl : {Implementation::kEager, Implementation::kSdpa}) {
+    Instance in(Case{"m", 1, 2, 2, 5, 40, 64, false, DType::kF32, MaskType::kBool, {5, 40}});
+    for (int64_t j = 0; j < 40; ++j) in.mask.set(in.mask.offset({2, j}), 0.0f);  // row 2: none
+    std::vector<float> out = run(in, impl);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t c = 0; c < 64; ++c) {
+        EXPECT_EQ(out[static_cast<size_t>(((h * 5) + 2) * 64 + c)], 0.0f);
+        EXPECT_NE(out[static_cast<size_t>(((h * 5) + 1) * 64 + c)], 0.0f);
+      }
+  }
+}
+
+TEST(AttentionEdges, CausalBottomRightLeavesEarlyQueriesEmpty) {
+  // seq_q 6 > seq_k 4: query i sees keys j <= i - 2, so queries 0 and 1 see nothing.
+  for (Implementation impl : {Implementation::kEager, Implementation::kSdpa}) {
+    Instance in(Case{"c", 1, 1, 1, 6, 4, 64, true, DType::kF32});
+    std::vector<float> out = run(in, impl);
+    for (int64_t c = 0; c < 64; ++c) {
+      EXPECT_EQ(out[static_cast<size_t>(0 * 64 + c)], 0.0f);
+      EXPECT_EQ(out[static_cast<size_t>(1 * 64 + c)], 0.0f);
+    }
+    // Query 2 sees key 0 only: its output is v[0].
+    const std::vector<float> v = in.v.logical();
+    for (int64_t c = 0; c < 64; ++c) EXPECT_FLOAT_EQ(out[static_cast<size_t>(2 * 64 + c)], v[c]);
+  }
+}
+
+TEST(AttentionEdges, EmptyInputsAreNoOps) {
+  for (Implementation impl : {Implementation::kEager, Implementation::kSdpa}) {
+    for (const Case& c : {Case{"b0", 0, 4, 2, 7, 7, 64, true, DType::kF32},
+                          Case{"q0", 2, 4, 2, 0, 7, 64, false, DType::kBF16}}) {
+      Instance in(c);
+      in.q.dl()->data = nullptr;  // no elements: a NULL pointer is fine
+      in.out.dl()->data = nullptr;
+      const Status s = forward(in.tensors(), in.options(impl));
+      EXPECT_TRUE(s.ok()) << c.name << ": " << s.message;
+    }
+    // seq_k == 0: every row is fully masked, so zeros.
+    Instance in(Case{"k0", 1, 2, 2, 3, 0, 64, false, DType::kF32});
+    for (int64_t i = 0; i < in.out.numel(); ++i) in.out.set(i, 7.0f);
+    for (float x : run(in, impl)) EXPECT_EQ(x, 0.0f);
+  }
+}
+
+TEST(AttentionEdges, ScaleOption) {
+  Instance in(Case{"s", 1, 2, 2, 17, 33, 64, false, DType::kF32});
+  Options o;
+  o.scale = 0.3;
+  o.implementation = Implementation::kEager;
+  ASSERT_TRUE(forward(in.tensors(), o).ok());
+  const std::vector<float> ref = in.out.logical();
+  o.implementation = Implementation::kSdpa;
+  ASSERT_TRUE(forward(in.tensors(), o).ok());
+  EXPECT_LE(rel_error(in.out.logical(), ref), 1e-5);
+  o.scale = -0.2;  // negative scales are legal
+  o.implementation = Implementation::kEager;
+  ASSERT_TRUE(forward(in.tensors(), o).ok());
+  const std::vector<float> ref2 = in.out.logical();
+  o.implementation = Implementation::kSdpa;
+  ASSERT_TRUE(forward(in.tensors(), o).ok());
+  EXPECT_LE(rel_error(in.out.logical(), ref2), 1e-5);
+}
+
+// ------------------------------------------------------------------ validation
+
+struct BadCase {
+  const char* name;
+  void (*mutate)(Instance&, Tensors&, Options&);
+  const char* message;  // a substring of the expected error
+};
+
+HostTensor& keep(HostTensor t) {
+  static std::vector<HostTensor>* kept = new std::vector<HostTensor>();
+  kept->reserve(64);
+  kept->push_back(std::move(t));
+  return kept->back();
+}
+
+const BadCase kBadCases[] = {
+    {"null_query", [](Instance&, Tensors& t, Options&) { t.query = nullptr; }, "query is NULL"},
+    {"three_dims", [](Instance& in, Tensors&, Options&) { in.q.dl()->ndim = 3; },
+     "query must have 4 dims [batch, heads_q, seq_q, head_dim], got 3 dims [1, 4, 8]"},
+    {"int_dtype",
+     [](Instance& in, Tensors&, Options&) {
+       in.q.dl()->dtype = {kDLInt, 32, 1};
+     },
+     "query has dtype int32; supported: float32, bfloat16, float16"},
+    {"mixed_dtypes",
+     [](Instance&, Tensors& t, Options&) {
+       t.key = keep(HostTensor({1, 2, 8, 16}, {kDLBfloat, 16, 1})).dl();
+     },
+     "key has dtype bfloat16 but query has float32; query, key, value and output must share "
+     "one dtype"},
+    {"cuda_device",
+     [](Instance& in, Tensors&, Options&) {
+       in.v.dl()->device = {kDLCUDA, 0};
+     },
+     "value is on device kDLCUDA; the CPU kernels need kDLCPU memory"},
+    {"null_data", [](Instance& in, Tensors&, Options&) { in.k.dl()->data = nullptr; },
+     "key data is NULL"},
+    {"head_dim_mismatch",
+     [](Instance&, Tensors& t, Options&) {
+       t.key = keep(HostTensor({1, 2, 8, 32}, {kDLFloat, 32, 1})).dl();
+     },
+     "key head_dim 32 differs from query head_dim 16"},
+    {"heads_not_multiple",
+     [](Instance&, Tensors& t, Options&) {
+       t.key = keep(HostTensor({1, 3, 8, 16}, {kDLFloat, 32, 1})).dl();
+       t.value = keep(HostTensor({1, 3, 8, 16}, {kDLFloat, 32, 1})).dl();
+     },
+     "heads_q (4) must be a multiple of heads_kv (3)"},
+    {"value_seq_mismatch",
+     [](Instance&, Tensors& t, Options&) {
+       t.value = keep(HostTensor({1, 2, 9, 16}, {kDLFloat, 32, 1})).dl();
+     },
+     "value [1, 2, 9, 16] must have key's heads_kv and seq_k (key [1, 2, 8, 16])"},
+    {"batch_mismatch",
+     [](Instance&, Tensors& t, Options&) {
+       t.key = keep(HostTensor({2, 2, 8, 16}, {kDLFloat, 32, 1})).dl();
+     },
+     "batch sizes differ"},
+    {"output_shape",
+     [](Instance&, Tensors& t, Options&) {
+       t.output = keep(HostTensor({1, 4, 8, 8}, {kDLFloat, 32, 1})).dl();
+     },
+     "output shape [1, 4, 8, 8] must be [batch, heads_q, seq_q, head_dim_v] = [1, 4, 8, 16]"},
+    {"misaligned_output", [](Instance& in, Tensors&, Options&) { in.out.dl()->byte_offset = 2; },
+     "output data (data + byte_offset) is not aligned to its 4-byte elements"},
+    {"output_overlaps_query",
+     [](Instance& in, Tensors& t, Options&) {
+       in.out.dl()->data = const_cast<void*>(t.query->data);
+     },
+     "output overlaps query in memory"},
+    {"output_stride_zero",
+     [](Instance& in, Tensors&, Options&) { const_cast<int64_t*>(in.out.strides().data())[2] = 0; },
+     "output has stride 0 on dim 2 of size > 1"},
+    {"mask_not_broadcastable",
+     [](Instance&, Tensors& t, Options&) {
+       t.mask = keep(HostTensor({8, 5}, {6, 8, 1})).dl();
+     },
+     "mask shape [8, 5] does not broadcast to [batch, heads_q, seq_q, seq_k] = [1, 4, 8, 8]: "
+     "mask dim 1 is 5, expected 8 or 1"},
+    {"mask_dtype",
+     [](Instance&, Tensors& t, Options&) {
+       t.mask = keep(HostTensor({8, 8}, {kDLInt, 32, 1})).dl();
+     },
+     "mask has dtype int32; expected bool (keep where true), or an additive float32 or float32"},
+    {"mask_five_dims",
+     [](Instance&, Tensors& t, Options&) {
+       t.mask = keep(HostTensor({1, 1, 1, 8, 8}, {6, 8, 1})).dl();
+     },
+     "mask has 5 dims"},
+    {"nan_scale", [](Instance&, Tensors&, Options& o) { o.scale = std::nan(""); },
+     "scale must be finite"},
+};
+
+class Rejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(Rejects, WithAClearMessage) {
+  const BadCase& bad = GetParam();
+  Instance in(Case{"base", 1, 4, 2, 8, 8, 16, false, DType::kF32});
+  Tensors t = in.tensors();
+  Options o;
+  bad.mutate(in, t, o);
+  for (Implementation impl : {Implementation::kEager, Implementation::kSdpa}) {
+    o.implementation = impl;
+    const Status s = forward(t, o);
+    EXPECT_EQ(s.code, StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message.find(bad.message), std::string::npos)
+        << "got: " << s.message << "\nwant: " << bad.message;
+    EXPECT_EQ(s.message.rfind("attention: ", 0), 0u) << s.message;
+    EXPECT_EQ(validate(t, o).message, s.message);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Validation, Rejects, ::testing::ValuesIn(kBadCases),
+                         [](const ::testing::TestParamInfo<BadCase>& i) { return i.param.name; });
+
+TEST(AttentionValidation, AcceptsMaskForms) {
+  Instance in(Case{"base", 2, 4, 2, 8, 8, 16, false, DType::kBF16});
+  Tensors t = in.tensors();
+  const std::vector<std::vector<int64_t>> shapes = {{8},          {8, 8},       {1, 8}, {4, 1, 8},
+                                                    {2, 1, 8, 8}, {2, 4, 8, 8}, {}};
+  for (const auto& shape : shapes) {
+    for (DLDataType dt : {DLDataType{6, 8, 1}, DLDataType{kDLUInt, 8, 1},
+                          DLDataType{kDLFloat, 32, 1}, DLDataType{kDLBfloat, 16, 1}}) {
+      HostTensor m(shape, dt);
+      t.mask = m.dl();
+      EXPECT_TRUE(validate(t).ok()) << validate(t).message;
+    }
+  }
+  HostTensor f16mask({8, 8}, {kDLFloat, 16, 1});  // additive, but neither f32 nor bf16
+  t.mask = f16mask.dl();
+  EXPECT_EQ(validate(t).code, StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace backplane::attention
