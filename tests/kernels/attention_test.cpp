@@ -73,6 +73,29 @@ std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
 INSTANTIATE_TEST_SUITE_P(Targets, PerTarget,
                          ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
 
+// bf16 runs on AMX tiles where the CPU and OS allow it; the fp32 tiles must agree as well.
+TEST(AttentionBf16, AmxAndFp32TilesBothMatchEager) {
+  const std::vector<Case> cases = {
+      {"causal_gqa", 1, 8, 2, 200, 200, 128, true, DType::kBF16},
+      {"odd_dims_mask", 1, 4, 4, 45, 77, 80, false, DType::kBF16, MaskType::kBool},
+      {"d96_rows_split", 1, 2, 1, 17, 300, 96, true, DType::kBF16, MaskType::kAdditive},
+      {"strided_d64", 2, 4, 2, 64, 64, 64, true, DType::kBF16, MaskType::kNone, {}, true},
+  };
+  for (bool amx : {true, false}) {
+    cpu::set_amx_enabled(amx);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.name + (amx ? " amx" : " fp32 tiles"));
+      Instance in(c);
+      const std::vector<float> ref = run(in, Implementation::kEager);
+      RunInfo info;
+      const std::vector<float> got = run(in, Implementation::kSdpa, &info);
+      EXPECT_STREQ(info.tile_kernel, amx && has_amx_bf16() ? "amx-bf16" : "f32-fma");
+      EXPECT_LE(rel_error(got, ref), tolerance(c.dtype));
+    }
+  }
+  cpu::set_amx_enabled(true);
+}
+
 // ------------------------------------------------------------------ the table against eager
 
 class AgainstEager : public ::testing::TestWithParam<Case> {};

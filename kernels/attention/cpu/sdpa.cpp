@@ -61,23 +61,45 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 // ------------------------------------------------------------------ math
 
-// 2^x for x <= 0 (x may be -inf); 0 below -126. Degree-7 Taylor polynomial on [-0.5, 0.5]:
-// relative error < 1e-8 before rounding.
+// 2^x for x <= 0 (x may be -inf), as 2^round(x) * p(f), f = x - round(x) in [-0.5, 0.5].
+// kDegree 6: Cephes' exp2f polynomial, relative error ~2e-7 (fp32 probabilities); kDegree 4:
+// Taylor, ~4e-5 (probabilities rounded to bf16 anyway). 0 below -126: never a denormal.
+template <int kDegree>
+HWY_INLINE VF Poly2(DF d, VF f) {
+  if constexpr (kDegree == 6) {
+    VF p = hn::Set(d, 1.535336188319500e-4f);
+    p = hn::MulAdd(p, f, hn::Set(d, 1.339887440266574e-3f));
+    p = hn::MulAdd(p, f, hn::Set(d, 9.618437357674640e-3f));
+    p = hn::MulAdd(p, f, hn::Set(d, 5.550332471162809e-2f));
+    p = hn::MulAdd(p, f, hn::Set(d, 2.402264791363012e-1f));
+    p = hn::MulAdd(p, f, hn::Set(d, 6.931472028550421e-1f));
+    return hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  } else {
+    static_assert(kDegree == 4, "degree 4 or 6");
+    VF p = hn::Set(d, 9.6181291076284772e-3f);
+    p = hn::MulAdd(p, f, hn::Set(d, 5.5504108664821580e-2f));
+    p = hn::MulAdd(p, f, hn::Set(d, 2.4022650695910071e-1f));
+    p = hn::MulAdd(p, f, hn::Set(d, 6.9314718055994531e-1f));
+    return hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  }
+}
+
+template <int kDegree = 6>
 HWY_INLINE VF Exp2(DF d, VF x) {
   x = hn::Max(x, hn::Set(d, -127.0f));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // vrndscaleps + vscalefps: the 2^n scaling in one instruction; results below 2^-126 become 0
+  // (denormal probabilities would only slow the products down).
+  const VF n{_mm512_roundscale_ps(x.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+  const VF p = Poly2<kDegree>(d, hn::Sub(x, n));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -126.0f)), VF{_mm512_scalef_ps(p.raw, n.raw)});
+#else
   const auto n = hn::NearestInt(x);
-  const VF f = hn::Sub(x, hn::ConvertTo(d, n));
-  VF p = hn::Set(d, 1.5252733804059841e-05f);  // ln2^7 / 7!
-  p = hn::MulAdd(p, f, hn::Set(d, 1.5403530393381609e-04f));
-  p = hn::MulAdd(p, f, hn::Set(d, 1.3333558146428443e-03f));
-  p = hn::MulAdd(p, f, hn::Set(d, 9.6181291076284772e-03f));
-  p = hn::MulAdd(p, f, hn::Set(d, 5.5504108664821580e-02f));
-  p = hn::MulAdd(p, f, hn::Set(d, 2.4022650695910071e-01f));
-  p = hn::MulAdd(p, f, hn::Set(d, 6.9314718055994531e-01f));
-  p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  const VF p = Poly2<kDegree>(d, hn::Sub(x, hn::ConvertTo(d, n)));
   const hn::RebindToSigned<DF> di;
   const auto bits = hn::ShiftLeft<23>(hn::Add(n, hn::Set(di, 127)));
   return hn::Mul(p, hn::BitCast(d, bits));
+#endif
 }
 
 // ------------------------------------------------------------------ register tiles
@@ -394,6 +416,7 @@ struct Plan {
   int64_t row_blocks;
   int64_t splits;     // kv splits per block (split-KV when there are few blocks)
   int64_t split_len;  // keys per split, a multiple of bk
+  uint64_t call = 0;  // distinct per kernel call: keys per-thread caches (AMX packed V)
   int64_t partial_floats() const { return bq * dvp + 2 * bq; }  // O, m, l of one split
 };
 
@@ -406,11 +429,12 @@ struct BlockBuffers {
   float* m;           // [bq] running max (log2 domain)
   float* l;           // [bq] running sum
   float* alpha;       // [bq]
+  float* m_use;       // [bq] the max the probabilities are taken against
   float* lim;         // [bq] last visible key (causal), as float
   float* kbuf;        // [bk][d] K block converted to f32 (when not f32 with unit stride)
   float* vbuf;        // [bk][dvp] V block converted to f32 and padded
   float* bias;        // [bk][bq] mask bias (log2 domain); AMX: P pairs afterwards
-  float* pa;          // AMX: [bq][bk / 2] P rows as bf16 pairs
+  float* pa;          // AMX: [bq][(bk + 32) / 32 * 16] P rows as bf16 pairs
   int64_t* mask_off;  // [bq] mask offsets of the block's rows
 };
 
@@ -422,32 +446,37 @@ BlockBuffers AllocBuffers(const Problem& p, const Plan& plan) {
   const size_t bq = static_cast<size_t>(plan.bq), bk = static_cast<size_t>(plan.bk);
   const size_t d = static_cast<size_t>(p.head_dim), dvp = static_cast<size_t>(plan.dvp);
   const size_t dp = static_cast<size_t>(plan.dp), dpad = static_cast<size_t>(plan.dpad);
-  // The AMX path keeps bf16 pairs in qt, kbuf and vbuf: room for head_dim padded to 32.
-  const size_t sizes[] = {
-      std::max(d, dpad / 2) * bq, bq * dp,  bk * bq, bq * dvp,    bq,    bq, bq, bq,
-      bk * std::max(d, dpad / 2), bk * dvp, bk * bq, bq * bk / 2, 2 * bq};
-  constexpr int kCount = sizeof(sizes) / sizeof(sizes[0]);
-  size_t total = 0;
-  for (size_t s : sizes) total += AlignUp(s);
+  // The AMX path keeps bf16 pairs in qt, kbuf, vbuf (head_dim padded to 32) and qr (P pairs).
+  const size_t dmax = std::max(d, dpad / 2);
+  const size_t pairs_max = (bk + 32) / 32 * 16;  // key pairs of a block, shifted, in tiles
+  BlockBuffers b;
+  struct Slot {
+    float** ptr;
+    size_t floats;
+  } slots[] = {{&b.qt, dmax * bq},
+               {&b.qr, bq * std::max(dp, pairs_max)},
+               {&b.st, bk * bq},
+               {&b.o, bq * dvp},
+               {&b.m, bq},
+               {&b.l, bq},
+               {&b.alpha, bq},
+               {&b.m_use, bq},
+               {&b.lim, bq},
+               {&b.kbuf, bk * dmax},
+               {&b.vbuf, bk * dvp},
+               {&b.bias, bk * bq},
+               {&b.pa, bq * pairs_max}};
+  float* mask_off = nullptr;
+  size_t total = AlignUp(2 * bq);  // mask_off: bq int64
+  for (const Slot& slot : slots) total += AlignUp(slot.floats);
   float* base = WorkerScratch().get(total);
-  float* ptrs[kCount];
-  for (int i = 0; i < kCount; ++i) {
-    ptrs[i] = base;
-    base += AlignUp(sizes[i]);
+  for (const Slot& slot : slots) {
+    *slot.ptr = base;
+    base += AlignUp(slot.floats);
   }
-  return {ptrs[0],
-          ptrs[1],
-          ptrs[2],
-          ptrs[3],
-          ptrs[4],
-          ptrs[5],
-          ptrs[6],
-          ptrs[7],
-          ptrs[8],
-          ptrs[9],
-          ptrs[10],
-          ptrs[11],
-          reinterpret_cast<int64_t*>(ptrs[12])};
+  mask_off = base;
+  b.mask_off = reinterpret_cast<int64_t*>(mask_off);
+  return b;
 }
 
 // out[b, h, qi, :] = O[i][:] / l[i] for the block's rows; zeros where l == 0 (no key seen).
@@ -518,55 +547,81 @@ void MaskTile(const Problem& p, const int64_t* mask_off, int64_t nrows, int64_t 
   }
 }
 
-// Online softmax over one S^T tile of nk keys: scales (log2 domain), masks, updates m and l,
-// leaves P^T in st and the rescale factors in alpha.
+// The scaled, masked score of S^T row j (log2 domain): x = s * scale2 + bias, -inf past a
+// row's causal limit.
+struct ScoreArgs {
+  const float* st;
+  const float* bias;
+  int64_t bq, j0;
+  float scale2;
+  bool has_mask, need_causal;
+};
+HWY_INLINE VF Score(DF d, const ScoreArgs& a, const VF& scale2, const VF& lim, int64_t j,
+                    int64_t off) {
+  VF x = hn::Mul(hn::LoadU(d, a.st + j * a.bq + off), scale2);
+  if (a.has_mask) x = hn::Add(x, hn::LoadU(d, a.bias + j * a.bq + off));
+  if (a.need_causal) {
+    const VF jv = hn::Set(d, static_cast<float>(a.j0 + j));
+    x = hn::IfThenElse(hn::Gt(jv, lim), hn::Set(d, -std::numeric_limits<float>::infinity()), x);
+  }
+  return x;
+}
+
+// Online softmax, first pass over one S^T tile of nk keys: the new running max m, the shift
+// m_use the probabilities take (0 for rows that saw no key yet, so that exp2(-inf - m_use) is
+// 0, not NaN), and the rescale factor alpha = 2^(m_old - m_use).
 template <int NR>
-HWY_INLINE void SoftmaxTile(const BlockBuffers& buf, int64_t bq, int64_t j0, int64_t nk,
-                            float scale2, bool has_mask, bool need_causal) {
+HWY_INLINE void SoftmaxMax(const BlockBuffers& buf, const ScoreArgs& a, int64_t nk) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const VF vscale = hn::Set(d, scale2);
+  const VF scale2 = hn::Set(d, a.scale2);
   for (int v = 0; v < NR; ++v) {
     const int64_t off = v * N;
     const VF lim = hn::LoadU(d, buf.lim + off);
     const VF m_old = hn::LoadU(d, buf.m + off);
-    VF mx = m_old;
-    for (int64_t j = 0; j < nk; ++j) {
-      float* s = buf.st + j * bq + off;
-      VF x = hn::Mul(hn::LoadU(d, s), vscale);
-      if (has_mask) x = hn::Add(x, hn::LoadU(d, buf.bias + j * bq + off));
-      if (need_causal) {
-        const VF jv = hn::Set(d, static_cast<float>(j0 + j));
-        x = hn::IfThenElse(hn::Gt(jv, lim), neg_inf, x);
-      }
-      hn::StoreU(x, d, s);
-      mx = hn::Max(mx, x);
+    VF mx0 = m_old, mx1 = m_old;
+    int64_t j = 0;
+    for (; j + 2 <= nk; j += 2) {
+      mx0 = hn::Max(mx0, Score(d, a, scale2, lim, j, off));
+      mx1 = hn::Max(mx1, Score(d, a, scale2, lim, j + 1, off));
     }
-    // m_use: 0 for rows that saw no key yet, so that exp2(-inf - m_use) = 0, not NaN.
+    if (j < nk) mx0 = hn::Max(mx0, Score(d, a, scale2, lim, j, off));
+    const VF mx = hn::Max(mx0, mx1);
     const VF m_use = hn::IfThenZeroElse(hn::Eq(mx, neg_inf), mx);
-    const VF alpha = Exp2(d, hn::Sub(m_old, m_use));
+    hn::StoreU(mx, d, buf.m + off);
+    hn::StoreU(m_use, d, buf.m_use + off);
+    hn::StoreU(Exp2(d, hn::Sub(m_old, m_use)), d, buf.alpha + off);
+  }
+}
+
+// Second pass: P^T[j] = 2^(x_j - m_use) in place of the scores; l = l * alpha + sum_j P^T[j].
+template <int NR>
+HWY_INLINE void SoftmaxExp(const BlockBuffers& buf, const ScoreArgs& a, int64_t nk) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF scale2 = hn::Set(d, a.scale2);
+  for (int v = 0; v < NR; ++v) {
+    const int64_t off = v * N;
+    const VF lim = hn::LoadU(d, buf.lim + off);
+    const VF m_use = hn::LoadU(d, buf.m_use + off);
     VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
     int64_t j = 0;
     for (; j + 2 <= nk; j += 2) {
-      float* s0 = buf.st + j * bq + off;
-      float* s1 = s0 + bq;
-      const VF p0 = Exp2(d, hn::Sub(hn::LoadU(d, s0), m_use));
-      const VF p1 = Exp2(d, hn::Sub(hn::LoadU(d, s1), m_use));
-      hn::StoreU(p0, d, s0);
-      hn::StoreU(p1, d, s1);
+      const VF p0 = Exp2(d, hn::Sub(Score(d, a, scale2, lim, j, off), m_use));
+      const VF p1 = Exp2(d, hn::Sub(Score(d, a, scale2, lim, j + 1, off), m_use));
+      hn::StoreU(p0, d, buf.st + j * a.bq + off);
+      hn::StoreU(p1, d, buf.st + (j + 1) * a.bq + off);
       sum0 = hn::Add(sum0, p0);
       sum1 = hn::Add(sum1, p1);
     }
     if (j < nk) {
-      float* s0 = buf.st + j * bq + off;
-      const VF p0 = Exp2(d, hn::Sub(hn::LoadU(d, s0), m_use));
-      hn::StoreU(p0, d, s0);
+      const VF p0 = Exp2(d, hn::Sub(Score(d, a, scale2, lim, j, off), m_use));
+      hn::StoreU(p0, d, buf.st + j * a.bq + off);
       sum0 = hn::Add(sum0, p0);
     }
+    const VF alpha = hn::LoadU(d, buf.alpha + off);
     hn::StoreU(hn::MulAdd(hn::LoadU(d, buf.l + off), alpha, hn::Add(sum0, sum1)), d, buf.l + off);
-    hn::StoreU(mx, d, buf.m + off);
-    hn::StoreU(alpha, d, buf.alpha + off);
   }
 }
 
@@ -717,8 +772,10 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     }
 
     if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
-    const bool need_causal = static_cast<float>(j0 + nk - 1) > min_lim;
-    SoftmaxTile<NR>(buf, bq, j0, nk, scale2, has_mask, need_causal);
+    const ScoreArgs sa{
+        buf.st, buf.bias, bq, j0, scale2, has_mask, static_cast<float>(j0 + nk - 1) > min_lim};
+    SoftmaxMax<NR>(buf, sa, nk);
+    SoftmaxExp<NR>(buf, sa, nk);
 
     // O = alpha O + P V_blk
     const float* va;
@@ -771,12 +828,14 @@ void MergeSplits(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int6
   StoreBlock(p, plan, b, hk, rb, o, l);
 }
 
-Plan MakePlan(const Problem& p, int threads) {
+// max_nr: query vectors per block the tile kernels handle (2 for fp32 register tiles; AMX
+// blocks go to 4, which halves the K and V traffic and packing per query).
+Plan MakePlan(const Problem& p, int threads, int max_nr) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   Plan plan;
   plan.rows = p.group() * p.seq_q;
-  plan.nr = plan.rows <= N ? 1 : 2;
+  plan.nr = plan.rows <= N ? 1 : plan.rows <= 2 * N || max_nr < 4 ? 2 : 4;
   plan.bq = plan.nr * N;
   plan.bk = 8 * kQkRows;
   plan.dp = (p.head_dim + N - 1) / N * N;
@@ -917,21 +976,35 @@ BACKPLANE_AMX_TARGET HWY_INLINE void AmxPV(const uint32_t* a0, const uint32_t* a
   if (I2 && C2) _tile_stored(3, c1 + 16, ldc);
 }
 
-// Pp[jj][i] = (bf16(P^T[2jj + 1][i]) << 16) | bf16(P^T[2jj][i]) for jj < pairs (zeros past nk).
+// Softmax second pass for the AMX path, straight into bf16 pairs along keys:
+// Pp[jj][i] = (bf16(P[2jj + 1 - shift][i]) << 16) | bf16(P[2jj - shift][i]) for jj < pairs,
+// zeros for keys outside [0, nk); l = l * alpha + the sum of the probabilities (in fp32).
 template <int NR>
-BACKPLANE_AMX_TARGET HWY_INLINE void PackP(const float* st, int64_t bq, int64_t nk, int64_t pairs,
-                                           uint32_t* pp) {
+BACKPLANE_AMX_TARGET HWY_INLINE void SoftmaxExpPairs(const BlockBuffers& buf, const ScoreArgs& a,
+                                                     int64_t nk, int64_t shift, int64_t pairs,
+                                                     uint32_t* pp) {
+  const DF d;
   const __m512i idx = PairIndex();
-  for (int64_t jj = 0; jj < pairs; ++jj) {
-    for (int v = 0; v < NR; ++v) {
-      const __m512 lo =
-          2 * jj < nk ? _mm512_loadu_ps(st + 2 * jj * bq + v * 16) : _mm512_setzero_ps();
-      const __m512 hi =
-          2 * jj + 1 < nk ? _mm512_loadu_ps(st + (2 * jj + 1) * bq + v * 16) : _mm512_setzero_ps();
-      const __m512bh both = _mm512_cvtne2ps_pbh(hi, lo);  // [lo0..lo15, hi0..hi15]
-      _mm512_storeu_si512(pp + jj * bq + v * 16,
+  const VF scale2 = hn::Set(d, a.scale2);
+  for (int v = 0; v < NR; ++v) {
+    const int64_t off = v * 16;
+    const VF lim = hn::LoadU(d, buf.lim + off);
+    const VF m_use = hn::LoadU(d, buf.m_use + off);
+    VF sum = hn::Zero(d);
+    for (int64_t jj = 0; jj < pairs; ++jj) {
+      const int64_t j = 2 * jj - shift;
+      VF p0 = hn::Zero(d), p1 = hn::Zero(d);
+      if (j >= 0 && j < nk) p0 = Exp2<4>(d, hn::Sub(Score(d, a, scale2, lim, j, off), m_use));
+      if (j + 1 >= 0 && j + 1 < nk) {
+        p1 = Exp2<4>(d, hn::Sub(Score(d, a, scale2, lim, j + 1, off), m_use));
+      }
+      sum = hn::Add(sum, hn::Add(p0, p1));
+      const __m512bh both = _mm512_cvtne2ps_pbh(p1.raw, p0.raw);  // [p0 x16, p1 x16]
+      _mm512_storeu_si512(pp + jj * a.bq + off,
                           _mm512_permutexvar_epi16(idx, reinterpret_cast<const __m512i&>(both)));
     }
+    const VF alpha = hn::LoadU(d, buf.alpha + off);
+    hn::StoreU(hn::MulAdd(hn::LoadU(d, buf.l + off), alpha, sum), d, buf.l + off);
   }
 }
 
@@ -961,6 +1034,53 @@ BACKPLANE_AMX_TARGET HWY_INLINE void PackV(const uint16_t* rows, int64_t rs, int
       }
     }
   }
+}
+
+// V of one head packed into pairs (PackV), kept per thread across the query blocks of that head
+// within one call: each block needs a prefix of the same pairs, so V is packed about once per
+// head and thread instead of once per block. Heads too long for kMaxBytes pack per block.
+struct PackedV {
+  uint64_t call = ~uint64_t{0};
+  int64_t b = -1, hk = -1, split = -1;
+  int64_t pairs = 0;  // pairs [0, pairs) are packed
+  size_t cap = 0;
+  hwy::AlignedFreeUniquePtr<uint16_t[]> data;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+};
+
+// Pointer to pairs [pair0, pair0 + n) of the head's packed V (zeros past seq_k), or NULL when
+// the head is too large to cache.
+BACKPLANE_AMX_TARGET HWY_INLINE const uint16_t* PackedVPairs(const Problem& p, const Plan& plan,
+                                                             int64_t b, int64_t hk, int64_t split,
+                                                             int64_t pair0, int64_t n) {
+  static thread_local PackedV cache;
+  const int64_t dvp = plan.dvp;
+  const int64_t total_pairs = ((p.seq_k + 1) / 2 + 15) / 16 * 16 + 16;
+  const size_t elems = static_cast<size_t>(total_pairs * dvp * 2);
+  if (elems * 2 > PackedV::kMaxBytes) return nullptr;
+  if (cache.call != plan.call || cache.b != b || cache.hk != hk || cache.split != split) {
+    if (cache.cap < elems) {
+      cache.data = hwy::AllocateAligned<uint16_t>(elems);
+      if (!cache.data) throw std::bad_alloc();
+      cache.cap = elems;
+    }
+    cache.call = plan.call;
+    cache.b = b;
+    cache.hk = hk;
+    cache.split = split;
+    cache.pairs = 0;
+  }
+  const int64_t want = std::min(pair0 + n, total_pairs);
+  if (want > cache.pairs) {
+    const auto* vbase =
+        static_cast<const uint16_t*>(p.v.data) + b * p.v.stride[0] + hk * p.v.stride[1];
+    const int64_t j = 2 * cache.pairs;
+    PackV(vbase + j * p.v.stride[2], p.v.stride[2], p.v.stride[3],
+          std::max<int64_t>(0, p.seq_k - j), want - cache.pairs, p.head_dim_v, dvp,
+          cache.data.get() + cache.pairs * dvp * 2);
+    cache.pairs = want;
+  }
+  return cache.data.get() + pair0 * dvp * 2;
 }
 
 template <int NR>
@@ -998,7 +1118,7 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
   const float scale2 = p.scale * kLog2e;
   auto* kbuf = reinterpret_cast<uint16_t*>(buf.kbuf);
   auto* vp = reinterpret_cast<uint16_t*>(buf.vbuf);
-  auto* pp = reinterpret_cast<uint32_t*>(buf.bias);  // free again once the softmax is done
+  auto* pp = reinterpret_cast<uint32_t*>(buf.qr);
   auto* pa = reinterpret_cast<uint32_t*>(buf.pa);
   const int ldq = static_cast<int>(bq * 4), ldo = static_cast<int>(dvp * 4);
   const int64_t it_count = bq / 16, ct_count = dvp / 16;
@@ -1045,16 +1165,26 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
     }
 
     if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
-    const bool need_causal = static_cast<float>(j0 + nk - 1) > lims.min;
-    SoftmaxTile<NR>(buf, bq, j0, nk, scale2, has_mask, need_causal);
+    const ScoreArgs sa{
+        buf.st, buf.bias, bq, j0, scale2, has_mask, static_cast<float>(j0 + nk - 1) > lims.min};
+    SoftmaxMax<NR>(buf, sa, nk);
 
+    // V pairs from the per-thread cache (pairs start at even keys: an odd j0 shifts P by one
+    // key, with a zero probability in front), else packed for this block alone.
+    int64_t shift = j0 & 1;
+    int64_t kpairs = (nk + shift + 31) / 32 * 16;
+    const uint16_t* vpairs = PackedVPairs(p, plan, b, hk, split, (j0 - shift) / 2, kpairs);
+    if (!vpairs) {
+      shift = 0;
+      kpairs = (nk + 31) / 32 * 16;
+      PackV(vbase + j0 * p.v.stride[2], p.v.stride[2], p.v.stride[3], nk, kpairs, DV, dvp, vp);
+      vpairs = vp;
+    }
     // P rows in bf16: pairs along keys, then transposed to [query][key pair].
-    const int64_t kpairs = (nk + 31) / 32 * 16;
-    PackP<NR>(buf.st, bq, nk, kpairs, pp);
+    SoftmaxExpPairs<NR>(buf, sa, nk, shift, kpairs, pp);
     for (int64_t kc = 0; kc < kpairs; kc += 16)
       for (int64_t it = 0; it < it_count; ++it)
         Transpose16x16(pp + kc * bq + it * 16, bq, pa + it * 16 * kpairs + kc, kpairs);
-    PackV(vbase + j0 * p.v.stride[2], p.v.stride[2], p.v.stride[3], nk, kpairs, DV, dvp, vp);
 
     // O = alpha O + P V_blk
     for (int64_t i = 0; i < nrows; ++i) {
@@ -1072,7 +1202,7 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
       float* o1 = o0 + 16 * dvp;
       for (int64_t ct = 0; ct < ct_count; ct += 2) {
         const bool c2 = ct + 1 < ct_count;
-        const uint16_t* bv = vp + ct * 32;
+        const uint16_t* bv = vpairs + ct * 32;
         if (i2 && c2)
           AmxPV<true, true>(a0, a1, ldp, bv, ldo, kpairs / 16, o0 + ct * 16, o1 + ct * 16, ldo);
         else if (i2)
@@ -1129,13 +1259,16 @@ void RunAll(const Problem& p, const Plan& plan, int threads, BlockFn run_block) 
 }
 
 void RunSdpa(const Problem& p, int threads, RunInfo* info) {
-  const Plan plan = MakePlan(p, threads);
+  static std::atomic<uint64_t> calls{0};
   // Blocks of at most kDotMaxRows rows (decoding) always take the f32 dot-product path.
-  const bool all_dot = plan.nr == 1 && plan.rows <= kDotMaxRows;
-  const bool amx = AmxUsable(p) && !all_dot;
+  const bool amx = AmxUsable(p) && p.group() * p.seq_q > kDotMaxRows;
+  Plan plan = MakePlan(p, threads, amx ? 4 : 2);
+  plan.call = calls.fetch_add(1, std::memory_order_relaxed);
   BlockFn run_block = plan.nr == 1 ? &RunBlock<1> : &RunBlock<2>;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (amx) run_block = plan.nr == 1 ? &RunBlockAmx<1> : &RunBlockAmx<2>;
+  if (amx) {
+    run_block = plan.nr == 1 ? &RunBlockAmx<1> : plan.nr == 2 ? &RunBlockAmx<2> : &RunBlockAmx<4>;
+  }
 #endif
   if (info) {
     info->target = hwy::TargetName(HWY_TARGET);

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Runs backplane-bench's attention and roofline benchmarks in one process and prints the
+README table: ours, LibTorch, rooflines, ratios, and PASS/FAIL per goal.
+
+    bench/attention_report.py [--bench build/bin/backplane-bench] [--repetitions 5]
+                              [--min-time 0.5] [--threads N] [--json out.json]
+
+Repetitions are interleaved at random (--benchmark_enable_random_interleaving), so that the
+load of a shared machine spreads over every benchmark alike; each row is the median of its
+repetitions' wall times. Ratios are taken between medians of the same run.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CASES = [
+    # name, kind, flops or bytes (see attention_bench.cpp)
+    ("prefill_causal_1x32x1024x128_f32", "prefill", 4.0 * 1 * 32 * 1024 * 1024 * 128 / 2),
+    ("decode_1x32q8kv_1x4096x128_f32", "decode", 2.0 * 1 * 8 * 4096 * 128 * 4),
+    ("prefill_causal_1x32x1024x128_bf16", "prefill", 4.0 * 1 * 32 * 1024 * 1024 * 128 / 2),
+]
+COPY_BYTES = 2.0 * (256 << 20)  # read + write
+SGEMM_FLOPS = 2.0 * 2048 ** 3
+
+
+def run_bench(args):
+    cmd = [
+        args.bench,
+        "--benchmark_filter=^(roofline|attention)/",
+        "--benchmark_format=json",
+        f"--benchmark_repetitions={args.repetitions}",
+        "--benchmark_enable_random_interleaving=true",
+        f"--benchmark_min_time={args.min_time}",
+    ]
+    env = dict(os.environ)
+    if args.threads:
+        env["BACKPLANE_BENCH_THREADS"] = str(args.threads)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out)
+
+
+def medians(report):
+    """name -> (median seconds per iteration, counters of one repetition, label)."""
+    runs = {}
+    for b in report["benchmarks"]:
+        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        name = b["run_name"] if "run_name" in b else b["name"]
+        name = name.replace("/real_time", "")
+        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+        runs.setdefault(name, []).append((b["real_time"] * unit, b))
+    return {
+        name: (statistics.median(t for t, _ in rs), rs[0][1], rs[0][1].get("label", ""))
+        for name, rs in runs.items()
+    }
+
+
+def fmt_ms(s):
+    return f"{s * 1e3:.2f}" if s is not None else "n/a"
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    default_bench = os.path.join(here, "..", "build", "bin", "backplane-bench")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bench", default=default_bench)
+    ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--threads", type=int, default=0, help="default: hardware_concurrency")
+    ap.add_argument("--json", help="also write the raw Google Benchmark JSON here")
+    ap.add_argument("--from-json", help="read a saved run instead of running the benchmark")
+    args = ap.parse_args()
+
+    if args.from_json:
+        with open(args.from_json) as f:
+            report = json.load(f)
+    else:
+        report = run_bench(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+    m = medians(report)
+
+    def secs(name):
+        return m[name][0] if name in m else None
+
+    copy_s, sgemm_s = secs("roofline/copy"), secs("roofline/sgemm")
+    copy_bw = COPY_BYTES / copy_s if copy_s else None
+    sgemm_fl = SGEMM_FLOPS / sgemm_s if sgemm_s else None
+    threads = next((int(v[1].get("threads", 0)) for v in m.values() if "threads" in v[1]), 0)
+    ctx = report.get("context", {})
+
+    print(f"backplane-bench, {threads} threads, {ctx.get('num_cpus', '?')} CPUs, "
+          f"{args.repetitions if not args.from_json else '?'} interleaved repetitions, medians")
+    print()
+    print("| Benchmark | backplane (ms) | LibTorch (ms) | LibTorch / backplane | backplane rate "
+          "| roofline | fraction of roofline |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    results = {}
+    for name, kind, work in CASES:
+        ours, torch = secs(f"attention/{name}/backplane"), secs(f"attention/{name}/libtorch")
+        speedup = torch / ours if ours and torch else None
+        if kind == "prefill":
+            rate = work / ours if ours else None
+            roof, roof_txt = sgemm_fl, "sgemm"
+            rate_txt = f"{rate / 1e9:.1f} GFLOP/s" if rate else "n/a"
+            roof_val = f"{roof / 1e9:.1f} GFLOP/s" if roof else "n/a"
+        else:
+            rate = work / ours if ours else None
+            roof, roof_txt = copy_bw, "copy"
+            rate_txt = f"{rate / 1e9:.1f} GB/s" if rate else "n/a"
+            roof_val = f"{roof / 1e9:.1f} GB/s" if roof else "n/a"
+        frac = rate / roof if rate and roof else None
+        results[name] = {"ours": ours, "torch": torch, "speedup": speedup, "fraction": frac}
+        label = m.get(f"attention/{name}/backplane", (0, {}, ""))[2]
+        print(f"| `attention/{name}` ({label}) | {fmt_ms(ours)} | {fmt_ms(torch)} | "
+              f"{speedup:.2f}x | {rate_txt} | {roof_txt} {roof_val} | "
+              f"{frac:.2f} |" if speedup and frac else
+              f"| `attention/{name}` | {fmt_ms(ours)} | {fmt_ms(torch)} | n/a | {rate_txt} | "
+              f"{roof_txt} {roof_val} | n/a |")
+    print(f"| `roofline/copy` (256 MiB, read + write) | {fmt_ms(copy_s)} | | | "
+          f"{copy_bw / 1e9:.1f} GB/s | | |" if copy_bw else "| `roofline/copy` | n/a | | | | | |")
+    print(f"| `roofline/sgemm` (2048^3, at::mm_out) | {fmt_ms(sgemm_s)} | | | "
+          f"{sgemm_fl / 1e9:.1f} GFLOP/s | | |" if sgemm_fl else
+          "| `roofline/sgemm` | n/a (needs LibTorch) | | | | | |")
+
+    f32 = results["prefill_causal_1x32x1024x128_f32"]
+    dec = results["decode_1x32q8kv_1x4096x128_f32"]
+    b16 = results["prefill_causal_1x32x1024x128_bf16"]
+    goals = [
+        ("prefill f32: >= 1.2x faster than LibTorch", f32["speedup"], 1.2, "x"),
+        ("prefill f32: >= 50% of the sgemm roofline (causal half of the FLOPs)",
+         f32["fraction"], 0.5, ""),
+        ("decode f32: >= 1.2x faster than LibTorch", dec["speedup"], 1.2, "x"),
+        ("decode f32: >= 60% of the copy roofline (K and V bytes)", dec["fraction"], 0.6, ""),
+        ("prefill bf16: faster than prefill f32 (f32 time / bf16 time > 1)",
+         f32["ours"] / b16["ours"] if f32["ours"] and b16["ours"] else None, 1.0 + 1e-9, "x"),
+    ]
+    print()
+    print("| Goal | Measured | Result |")
+    print("|---|---:|:---:|")
+    failed = 0
+    for text, value, need, unit in goals:
+        if value is None:
+            print(f"| {text} | n/a | SKIP |")
+            continue
+        ok = value >= need
+        failed += not ok
+        shown = f"{value:.2f}{unit}" if unit else f"{value:.2f}"
+        print(f"| {text} | {shown} | {'PASS' if ok else 'FAIL'} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
