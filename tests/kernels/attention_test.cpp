@@ -80,6 +80,8 @@ TEST(AttentionBf16, AmxAndFp32TilesBothMatchEager) {
       {"odd_dims_mask", 1, 4, 4, 45, 77, 80, false, DType::kBF16, MaskType::kBool},
       {"d96_rows_split", 1, 2, 1, 17, 300, 96, true, DType::kBF16, MaskType::kAdditive},
       {"strided_d64", 2, 4, 2, 64, 64, 64, true, DType::kBF16, MaskType::kNone, {}, true},
+      {"mqa16_split_kv", 1, 16, 1, 1, 4097, 128, false, DType::kBF16},
+      {"no_keys", 1, 16, 1, 3, 0, 64, false, DType::kBF16},
   };
   for (bool amx : {true, false}) {
     cpu::set_amx_enabled(amx);

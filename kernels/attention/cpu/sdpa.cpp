@@ -1038,14 +1038,15 @@ BACKPLANE_AMX_TARGET HWY_INLINE void PackV(const uint16_t* rows, int64_t rs, int
 
 // V of one head packed into pairs (PackV), kept per thread across the query blocks of that head
 // within one call: each block needs a prefix of the same pairs, so V is packed about once per
-// head and thread instead of once per block. Heads too long for kMaxBytes pack per block.
+// head and thread instead of once per block. Heads longer than kMaxBytes (64K keys of 128 dims)
+// pack per block.
 struct PackedV {
   uint64_t call = ~uint64_t{0};
   int64_t b = -1, hk = -1, split = -1;
   int64_t pairs = 0;  // pairs [0, pairs) are packed
   size_t cap = 0;
   hwy::AlignedFreeUniquePtr<uint16_t[]> data;
-  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  static constexpr size_t kMaxBytes = size_t{16} << 20;
 };
 
 // Pointer to pairs [pair0, pair0 + n) of the head's packed V (zeros past seq_k), or NULL when
