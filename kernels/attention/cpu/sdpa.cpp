@@ -828,14 +828,12 @@ void MergeSplits(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int6
   StoreBlock(p, plan, b, hk, rb, o, l);
 }
 
-// max_nr: query vectors per block the tile kernels handle (2 for fp32 register tiles; AMX
-// blocks go to 4, which halves the K and V traffic and packing per query).
-Plan MakePlan(const Problem& p, int threads, int max_nr) {
+Plan MakePlan(const Problem& p, int threads) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   Plan plan;
   plan.rows = p.group() * p.seq_q;
-  plan.nr = plan.rows <= N ? 1 : plan.rows <= 2 * N || max_nr < 4 ? 2 : 4;
+  plan.nr = plan.rows <= N ? 1 : 2;
   plan.bq = plan.nr * N;
   plan.bk = 8 * kQkRows;
   plan.dp = (p.head_dim + N - 1) / N * N;
@@ -1263,12 +1261,12 @@ void RunSdpa(const Problem& p, int threads, RunInfo* info) {
   static std::atomic<uint64_t> calls{0};
   // Blocks of at most kDotMaxRows rows (decoding) always take the f32 dot-product path.
   const bool amx = AmxUsable(p) && p.group() * p.seq_q > kDotMaxRows;
-  Plan plan = MakePlan(p, threads, amx ? 4 : 2);
+  Plan plan = MakePlan(p, threads);
   plan.call = calls.fetch_add(1, std::memory_order_relaxed);
   BlockFn run_block = plan.nr == 1 ? &RunBlock<1> : &RunBlock<2>;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if (amx) {
-    run_block = plan.nr == 1 ? &RunBlockAmx<1> : plan.nr == 2 ? &RunBlockAmx<2> : &RunBlockAmx<4>;
+    run_block = plan.nr == 1 ? &RunBlockAmx<1> : &RunBlockAmx<2>;
   }
 #endif
   if (info) {
