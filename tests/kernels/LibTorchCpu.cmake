@@ -2,17 +2,26 @@
 # oracle venv (BACKPLANE_PYTHON, the python of tests/python/venv.sh), as one imported target.
 # find_package(Torch) is avoided: the wheel's config pulls in CUDA. Sources that include
 # LibTorch 2.x headers need C++20; the wheel's _GLIBCXX_USE_CXX11_ABI is propagated.
-# Sets BACKPLANE_LIBTORCH_CPU_FOUND, and BACKPLANE_LIBTORCH_CPU_REASON when not found.
+# Sets BACKPLANE_LIBTORCH_CPU_FOUND. Included by tests/kernels and bench; when LibTorch is not
+# there, one configure message covers both.
 
 if(NOT DEFINED BACKPLANE_PYTHON)
   set(BACKPLANE_PYTHON "" CACHE FILEPATH
       "Python of the oracle venv (tests/python/venv.sh); empty skips the differential tests")
 endif()
 
+function(backplane_libtorch_cpu_skip reason)
+  get_property(told GLOBAL PROPERTY BACKPLANE_LIBTORCH_CPU_TOLD)
+  if(NOT told)
+    set_property(GLOBAL PROPERTY BACKPLANE_LIBTORCH_CPU_TOLD ON)
+    backplane_skip("the attention tests and benchmarks against LibTorch" "${reason}")
+  endif()
+endfunction()
+
 set(BACKPLANE_LIBTORCH_CPU_FOUND OFF)
 if(NOT BACKPLANE_PYTHON)
-  set(BACKPLANE_LIBTORCH_CPU_REASON
-      "needs BACKPLANE_PYTHON, the python of tests/python/venv.sh with torch (dev.sh test sets it)")
+  backplane_libtorch_cpu_skip(
+    "need BACKPLANE_PYTHON, the python of tests/python/venv.sh with torch (dev.sh test sets it)")
   return()
 endif()
 
@@ -23,7 +32,7 @@ if(NOT BACKPLANE_TORCH_PROBE_PYTHON STREQUAL BACKPLANE_PYTHON)
     OUTPUT_VARIABLE probe ERROR_VARIABLE probe_error RESULT_VARIABLE probe_result
     OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT probe_result EQUAL 0)
-    set(BACKPLANE_LIBTORCH_CPU_REASON "cannot import torch with ${BACKPLANE_PYTHON}")
+    backplane_libtorch_cpu_skip("cannot import torch with ${BACKPLANE_PYTHON}")
     return()
   endif()
   string(REPLACE "\n" ";" probe "${probe}")
@@ -38,7 +47,7 @@ endif()
 
 set(lib ${BACKPLANE_TORCH_DIR}/lib)
 if(NOT EXISTS ${lib}/libtorch_cpu.so OR NOT EXISTS ${lib}/libc10.so)
-  set(BACKPLANE_LIBTORCH_CPU_REASON "the torch wheel at ${BACKPLANE_TORCH_DIR} has no C++ libraries")
+  backplane_libtorch_cpu_skip("the torch wheel at ${BACKPLANE_TORCH_DIR} has no C++ libraries")
   return()
 endif()
 if(NOT TARGET backplane_libtorch_cpu)
@@ -51,4 +60,8 @@ if(NOT TARGET backplane_libtorch_cpu)
       "_GLIBCXX_USE_CXX11_ABI=${BACKPLANE_TORCH_CXX11_ABI};BACKPLANE_TORCH_VERSION=\"${BACKPLANE_TORCH_VERSION}\"")
 endif()
 set(BACKPLANE_LIBTORCH_CPU_FOUND ON)
-message(STATUS "backplane: LibTorch ${BACKPLANE_TORCH_VERSION} (CPU) from ${BACKPLANE_TORCH_DIR}")
+get_property(told GLOBAL PROPERTY BACKPLANE_LIBTORCH_CPU_TOLD)
+if(NOT told)
+  set_property(GLOBAL PROPERTY BACKPLANE_LIBTORCH_CPU_TOLD ON)
+  message(STATUS "backplane: LibTorch ${BACKPLANE_TORCH_VERSION} (CPU) from ${BACKPLANE_TORCH_DIR}")
+endif()
