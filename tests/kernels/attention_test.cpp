@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attention_testing.hpp"
@@ -124,6 +125,27 @@ TEST(AttentionThreads, SameResultWithOneAndManyThreads) {
   const std::vector<float> many = run(in, Implementation::kSdpa);  // split-KV path
   set_num_threads(0);
   EXPECT_LE(rel_error(many, one), tolerance(DType::kF32));  // split-KV sums in another order
+}
+
+TEST(AttentionThreads, ConcurrentCallsFromHostThreads) {
+  Instance a(Case{"a", 1, 8, 2, 130, 130, 64, true, DType::kF32});
+  Instance b(Case{"b", 1, 8, 2, 70, 300, 96, false, DType::kBF16, MaskType::kBool});
+  const std::vector<float> ref_a = run(a, Implementation::kSdpa);
+  const std::vector<float> ref_b = run(b, Implementation::kSdpa);
+  std::vector<std::thread> host;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    host.emplace_back([&, t] {
+      Instance& in = t % 2 ? b : a;
+      Instance mine(in.c);  // same inputs (same seed), own output
+      for (int rep = 0; rep < 5; ++rep) {
+        if (!forward(mine.tensors(), mine.options(Implementation::kSdpa)).ok()) return;
+      }
+      ok[t] = mine.out.logical() == (t % 2 ? ref_b : ref_a);
+    });
+  }
+  for (auto& th : host) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "host thread " << t;
 }
 
 // ------------------------------------------------------------------ edge cases
