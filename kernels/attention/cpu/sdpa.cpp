@@ -16,6 +16,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // foreach_target.h first: it re-includes this file once per target.
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -241,6 +242,7 @@ HWY_INLINE void DotTileTree(const float* HWY_RESTRICT k, int64_t lda, const floa
     for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
     for (int kk = 0; kk < KB; ++kk) {
       const VF kv = hn::LoadU(d, k + kk * lda + p);
+      hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // K streams from L3/DRAM when decoding
       for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
     }
   }
