@@ -6,6 +6,7 @@
 #include <backplane/selection.hpp>
 #include <backplane/tensor_parallel.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -92,6 +93,55 @@ std::string compact(const std::vector<std::string>& names) {
   return out;
 }
 
+// "model.layers.0.mlp.up_proj" ... "model.layers.79.mlp.up_proj" ->
+// "model.layers.0-79.mlp.up_proj": names that differ only in their first numeric component, grouped
+// in first-seen order.
+std::string compact_by_layer(const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // pattern -> numbers
+  for (const std::string& name : names) {
+    std::string pattern = name, number;
+    size_t start = 0;
+    while (start < name.size()) {
+      const size_t end = std::min(name.find('.', start), name.size());
+      const std::string part = name.substr(start, end - start);
+      if (!part.empty() && part.size() <= 9 &&
+          part.find_first_not_of("0123456789") == std::string::npos) {
+        pattern = name.substr(0, start) + "{}" + name.substr(end);
+        number = part;
+        break;
+      }
+      start = end + 1;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == pattern; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {pattern, {}});
+    it->second.push_back(number);
+  }
+  std::string out;
+  for (const auto& [pattern, numbers] : groups) {
+    const size_t hole = pattern.find("{}");
+    if (hole == std::string::npos) {
+      out += (out.empty() ? "" : ", ") + pattern;
+      continue;
+    }
+    std::vector<std::string> indices;
+    for (const std::string& n : numbers) indices.push_back("x." + n);
+    std::string ranges = compact(indices);  // "x.0-79" or "x.0-3, x.7"
+    std::string cleaned;
+    for (size_t at = 0; at < ranges.size(); ++at) {
+      if (ranges.compare(at, 2, "x.") == 0) {
+        ++at;
+        continue;
+      }
+      cleaned += ranges[at];
+    }
+    const bool several = cleaned.find(',') != std::string::npos;
+    out += (out.empty() ? "" : ", ") + pattern.substr(0, hole) + (several ? "{" : "") + cleaned +
+           (several ? "}" : "") + pattern.substr(hole + 2);
+  }
+  return out;
+}
+
 void print_plan(const backplane::ModelDescription& model, const backplane::DevicePlan& plan,
                 const std::string& device_map, const std::optional<backplane::DType>& dtype) {
   std::cout << (model.architecture.empty() ? std::string("model") : model.architecture) << ", "
@@ -146,7 +196,9 @@ void print_tp(const backplane::ModelDescription& model, const backplane::TensorP
   for (const backplane::TensorParallelModule& m : tp.modules) {
     by_style[m.style.empty() ? "(whole on every rank)" : m.style].push_back(m.name);
   }
-  for (const auto& [style, names] : by_style) std::cout << style << ": " << compact(names) << "\n";
+  for (const auto& [style, names] : by_style) {
+    std::cout << style << ": " << compact_by_layer(names) << "\n";
+  }
   std::cout << "\nRANK  BYTES\n";
   for (size_t r = 0; r < tp.rank_parameter_bytes.size(); ++r) {
     std::cout << r << std::string(r < 10 ? 5 : 4, ' ')
