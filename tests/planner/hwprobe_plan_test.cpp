@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "process.hpp"
 
@@ -19,13 +20,20 @@ using testing_support::run_process;
 
 const std::string kLlama70b = BENCH_DATA "/llama-70b-config.json";
 
-ProcessResult hwprobe(std::vector<std::string> args) {
+ProcessResult hwprobe(std::vector<std::string> args,
+                      const std::map<std::string, std::string>& launch = {}) {
   args.insert(args.begin(), {HWPROBE_PATH, "plan"});
-  // The default plugin folder of the build tree; no topology from the caller's environment.
-  return run_process(args, {{"BACKPLANE_PLUGIN_PATH", ""},
-                            {"BACKPLANE_SIM_TOPOLOGY", ""},
-                            {"CUDA_VISIBLE_DEVICES", ""},
-                            {"BACKPLANE_PLUGINS", ""}});
+  // The default plugin folder of the build tree; no topology or launcher from the caller's
+  // environment.
+  std::map<std::string, std::string> env = {{"BACKPLANE_PLUGIN_PATH", ""},
+                                            {"BACKPLANE_SIM_TOPOLOGY", ""},
+                                            {"CUDA_VISIBLE_DEVICES", ""},
+                                            {"BACKPLANE_PLUGINS", ""},
+                                            {"RANK", ""},
+                                            {"LOCAL_RANK", ""},
+                                            {"WORLD_SIZE", ""}};
+  for (const auto& [name, value] : launch) env[name] = value;
+  return run_process(args, env);
 }
 
 json plan_json(std::vector<std::string> args) {
@@ -166,6 +174,32 @@ TEST(HwprobePlan, TensorParallelPlan) {
   EXPECT_EQ(j.at("tp_plan").at("model.layers.79.mlp.down_proj"), "rowwise");
   // Each rank holds about an eighth of the 141 GB.
   EXPECT_LT(j["per_rank_bytes"][0].get<uint64_t>(), 141107413504ull / 8 + (1ull << 30));
+}
+
+TEST(HwprobePlan, EachTorchrunRankLearnsItsDeviceAndShards) {
+  const std::map<std::string, std::string> rank2 = {
+      {"RANK", "2"}, {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "8"}};
+  const ProcessResult r =
+      hwprobe({"--config", kLlama70b, "--tp-size", "8", "--sim", "h100x8", "--json"}, rank2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const json& rank = j.at("this_rank");
+  EXPECT_EQ(rank.at("rank"), 2);
+  EXPECT_EQ(rank.at("device"), "cuda:2");
+  EXPECT_EQ(rank.at("collective_backend"), "nccl");
+  EXPECT_EQ(rank.at("bytes"), j["per_rank_bytes"][2]);
+  // 64 heads x 128 over 8 ranks: 1024 rows of q_proj; the vocabulary split 128256 / 8.
+  EXPECT_EQ(rank.at("shards").at("model.layers.0.self_attn.q_proj.weight"),
+            (std::vector<int64_t>{1024, 8192}));
+  EXPECT_EQ(rank.at("shards").at("model.embed_tokens.weight"), (std::vector<int64_t>{16032, 8192}));
+
+  // Not launched: no rank. A rank beyond the plan: refused.
+  EXPECT_TRUE(plan_json({"--config", kLlama70b, "--tp-size", "8"}).at("this_rank").is_null());
+  const ProcessResult outside =
+      hwprobe({"--config", kLlama70b, "--tp-size", "4", "--sim", "h100x8"},
+              {{"RANK", "5"}, {"LOCAL_RANK", "5"}, {"WORLD_SIZE", "8"}});
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_NE(outside.err.find("rank 5 is outside --tp-size 4"), std::string::npos) << outside.err;
 }
 
 struct BadInput {

@@ -188,6 +188,26 @@ OrderedJson tp_json(const backplane::TensorParallelPlan& tp) {
           {"replicated_bytes", tp.replicated_parameter_bytes}};
 }
 
+// What one rank of a launched run holds: its device and the local shape of every parameter.
+OrderedJson this_rank_json(const backplane::TensorParallelPlan& tp,
+                           const backplane::Selection& rank) {
+  const auto r = static_cast<size_t>(rank.rank);
+  OrderedJson shards = OrderedJson::object();
+  for (const backplane::TensorParallelModule& m : tp.modules) {
+    for (const backplane::TensorShard& p : m.parameters) {
+      shards[m.name + "." + p.name] = p.rank_shapes.at(r);
+    }
+  }
+  return {{"rank", rank.rank},
+          {"local_rank", rank.local_rank},
+          {"world_size", rank.world_size},
+          {"device", rank.device.str()},
+          {"collective_backend",
+           rank.collective_backend ? OrderedJson(*rank.collective_backend) : OrderedJson(nullptr)},
+          {"bytes", tp.rank_parameter_bytes.at(r)},
+          {"shards", shards}};
+}
+
 void print_tp(const backplane::ModelDescription& model, const backplane::TensorParallelPlan& tp) {
   std::cout << (model.architecture.empty() ? std::string("model") : model.architecture)
             << ", tensor parallel over " << tp.tp_size << " ranks\n\n";
@@ -295,10 +315,34 @@ int run_plan(const std::vector<std::string>& args) {
       model.dtype = *dtype;
     }
     const backplane::TensorParallelPlan tp = backplane::plan_tensor_parallel(model, tp_size);
+    // Under a launcher (torchrun, MPI, Slurm) this process is one rank: its device comes from the
+    // training rules, its shards from the plan.
+    const backplane::Runtime runtime = open_runtime(common);
+    const backplane::Selection rank =
+        backplane::select_training_device(runtime, backplane::TrainingOptions{});
+    OrderedJson rank_json = nullptr;
+    if (!rank.launcher.empty()) {
+      if (rank.rank >= tp.tp_size) {
+        throw backplane::InvalidArgument("rank " + std::to_string(rank.rank) +
+                                         " is outside --tp-size " + std::to_string(tp.tp_size) +
+                                         "; launch at most that many processes");
+      }
+      rank_json = this_rank_json(tp, rank);
+    }
     if (common.json) {
-      std::cout << tp_json(tp).dump(2) << "\n";
+      OrderedJson out = tp_json(tp);
+      out["this_rank"] = rank_json;
+      std::cout << out.dump(2) << "\n";
     } else {
       print_tp(model, tp);
+      if (!rank_json.is_null()) {
+        std::cout << "\nthis process: rank " << rank.rank << " of " << rank.world_size << " on "
+                  << rank.device.str() << " (" << rank.collective_backend.value_or("no collective")
+                  << "), holding "
+                  << format_bytes(static_cast<uint64_t>(
+                         tp.rank_parameter_bytes[static_cast<size_t>(rank.rank)]))
+                  << "\n";
+      }
     }
     return kExitOk;
   }
