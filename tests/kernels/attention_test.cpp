@@ -83,6 +83,7 @@ TEST(AttentionBf16, AmxAndFp32TilesBothMatchEager) {
       {"strided_d64", 2, 4, 2, 64, 64, 64, true, DType::kBF16, MaskType::kNone, {}, true},
       {"mqa16_split_kv", 1, 16, 1, 1, 4097, 128, false, DType::kBF16},
       {"no_keys", 1, 16, 1, 3, 0, 64, false, DType::kBF16},
+      {"long_head_window_split", 1, 32, 1, 1, 8200, 256, false, DType::kBF16},
   };
   for (bool amx : {true, false}) {
     cpu::set_amx_enabled(amx);

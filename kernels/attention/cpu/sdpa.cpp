@@ -129,6 +129,32 @@ HWY_INLINE void TileQK(const float* HWY_RESTRICT a, int64_t lda, const float* HW
     for (int v = 0; v < NR; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * N);
 }
 
+// S^T rows from a K panel: kQkRows keys per tile, A(r, p) at tile[p * kQkRows + r]; every tile
+// is whole (the panel pads with zero keys), so C gets round_up(rows, kQkRows) rows.
+template <int NR>
+HWY_INLINE void TileQKPanel(int64_t rows, const float* HWY_RESTRICT tiles, const float* b,
+                            int64_t ldb, int64_t depth, float* c, int64_t ldc) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  for (int64_t r0 = 0; r0 < rows; r0 += kQkRows) {
+    const float* HWY_RESTRICT a = tiles + r0 * depth;
+    VF acc[kQkRows][NR];
+    for (int r = 0; r < kQkRows; ++r)
+      for (int v = 0; v < NR; ++v) acc[r][v] = hn::Zero(d);
+    for (int64_t p = 0; p < depth; ++p) {
+      VF bv[NR];
+      for (int v = 0; v < NR; ++v) bv[v] = hn::LoadU(d, b + p * ldb + v * N);
+      for (int r = 0; r < kQkRows; ++r) {
+        const VF av = hn::Set(d, a[p * kQkRows + r]);
+        for (int v = 0; v < NR; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+      }
+    }
+    float* cr = c + r0 * ldc;
+    for (int r = 0; r < kQkRows; ++r)
+      for (int v = 0; v < NR; ++v) hn::StoreU(acc[r][v], d, cr + r * ldc + v * N);
+  }
+}
+
 template <int NR>
 HWY_INLINE void TileQKRows(int64_t rows, const float* a, int64_t lda, const float* b, int64_t ldb,
                            int64_t depth, float* c, int64_t ldc) {
@@ -308,39 +334,62 @@ HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const float* H
     for (int n = 0; n < NV; ++n) hn::StoreU(acc[r][n], d, c + r * ldc + n * N);
 }
 
-// MR query rows over all `vecs` head_dim vectors, kPvVecs at a time.
+// The P.V column chunks, in TilePVCols' order: kPvVecs vectors at a time, then 2, then 1.
+HWY_INLINE int64_t ChunkVecs(int64_t n, int64_t vecs) {
+  if (n + kPvVecs <= vecs) return kPvVecs;
+  if (kPvVecs > 2 && n + 2 <= vecs) return 2;
+  return 1;
+}
+
+// MR query rows over all `vecs` head_dim vectors, chunk by chunk (ChunkVecs). V is either
+// rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
+// Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
+// key within the panels.
 template <int MR>
 HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const float* v, int64_t ldv,
-                           int64_t depth, float* c, int64_t ldc, const float* alpha) {
+                           int64_t panel_keys, int64_t key0, int64_t depth, float* c, int64_t ldc,
+                           const float* alpha) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
-  int64_t n = 0;
-  for (; n + kPvVecs <= vecs; n += kPvVecs)
-    TilePV<MR, kPvVecs>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha);
-  if constexpr (kPvVecs > 2) {
-    if (n + 2 <= vecs) {
-      TilePV<MR, 2>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha);
-      n += 2;
+  for (int64_t n = 0; n < vecs;) {
+    const int64_t nv = ChunkVecs(n, vecs);
+    const float* vc = v + n * N;
+    int64_t lc = ldv;
+    if (panel_keys > 0) {
+      vc = v + n * N * panel_keys + key0 * nv * N;
+      lc = nv * N;
     }
+    if (nv == kPvVecs) {
+      TilePV<MR, kPvVecs>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+    } else if (nv == 2) {
+      TilePV<MR, 2>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+    } else {
+      TilePV<MR, 1>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+    }
+    n += nv;
   }
-  if (n < vecs) TilePV<MR, 1>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha);
 }
 
 HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp, const float* v,
-                           int64_t ldv, int64_t depth, float* c, int64_t ldc, const float* alpha) {
+                           int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
+                           int64_t ldc, const float* alpha) {
   int64_t r = 0;
   for (; r + kPvRows <= rows; r += kPvRows)
-    TilePVCols<kPvRows>(vecs, pt + r, ldp, v, ldv, depth, c + r * ldc, ldc, alpha + r);
+    TilePVCols<kPvRows>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                        alpha + r);
   if constexpr (kPvRows > 4) {
     if (r + 4 <= rows) {
-      TilePVCols<4>(vecs, pt + r, ldp, v, ldv, depth, c + r * ldc, ldc, alpha + r);
+      TilePVCols<4>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                    alpha + r);
       r += 4;
     }
   }
   if (r + 2 <= rows) {
-    TilePVCols<2>(vecs, pt + r, ldp, v, ldv, depth, c + r * ldc, ldc, alpha + r);
+    TilePVCols<2>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
     r += 2;
   }
-  if (r < rows) TilePVCols<1>(vecs, pt + r, ldp, v, ldv, depth, c + r * ldc, ldc, alpha + r);
+  if (r < rows) {
+    TilePVCols<1>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+  }
 }
 
 // ------------------------------------------------------------------ operand loading
@@ -691,18 +740,116 @@ void FinishBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int6
   StoreBlock(p, plan, b, hk, rb, buf.o, buf.l);
 }
 
-// The kv range [lo, hi) of a split, cut at the last key any of the rows sees.
+// The kv range [lo, hi) of a split, cut at the last key any of the rows sees. Blocks start
+// at lo (a multiple of bk) and every bk keys after, so that their tiles line up with the
+// per-head panels; only the last block, the one on the causal diagonal, is partial.
 struct KvRange {
-  int64_t lo, hi, first;  // first: length of the first block (blocks end at hi)
+  int64_t lo, hi, first;  // first: length of the first block
 };
 KvRange KvRangeOf(const Problem& p, const Plan& plan, int64_t split, float max_lim) {
   KvRange r;
   r.lo = split * plan.split_len;
   r.hi = std::min({p.seq_k, r.lo + plan.split_len, static_cast<int64_t>(max_lim) + 1});
-  // Blocks end at hi, so that for causal rows the partial block is the first (fully visible)
-  // one and the last one straddles the diagonal by less than a block.
-  r.first = r.hi > r.lo ? (r.hi - r.lo - 1) % plan.bk + 1 : 0;
+  r.first = std::max<int64_t>(0, std::min(plan.bk, r.hi - r.lo));
   return r;
+}
+
+// ------------------------------------------------------------------ per-head panels
+
+// K and V of one head rearranged for the register tiles, in fp32: K in tiles of kQkRows keys,
+// [p][key] inside a tile, so the broadcasts of TileQK walk one stream; V in column chunks,
+// [key][chunk] inside a chunk, so TilePV streams rows of exactly its vectors. Kept per thread
+// across the query blocks of the head within one call (each block needs a prefix of the same
+// keys), so a head is packed about once per thread. Heads above kMaxBytes (4K keys of 128
+// dims) use a window of one block instead, repacked per block; the cap bounds what each thread
+// keeps between calls.
+struct Panels {
+  uint64_t call = ~uint64_t{0};
+  int64_t b = -1, hk = -1, split = -1;
+  int64_t base = 0;    // first key held
+  int64_t keys = 0;    // keys the buffers hold (a multiple of kQkRows)
+  int64_t packed = 0;  // keys [base, base + packed) are packed
+  hwy::AlignedFreeUniquePtr<float[]> k, v;
+  size_t kcap = 0, vcap = 0;
+  static constexpr size_t kMaxBytes = size_t{4} << 20;
+
+  const float* k_tile(int64_t key, int64_t d) const {  // key: a multiple of kQkRows
+    return k.get() + (key - base) * d;
+  }
+};
+
+// Packs keys [from, to) (from and to multiples of kQkRows, relative to nothing: absolute keys),
+// zeros past seq_k.
+HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_t hk, Panels& pn,
+                           int64_t from, int64_t to, float* row) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t D = p.head_dim, DV = p.head_dim_v, dvp = plan.dvp, vecs = dvp / N;
+  const int64_t es = static_cast<int64_t>(dtype_size(p.dtype));
+  const char* kbase =
+      static_cast<const char*>(p.k.data) + (b * p.k.stride[0] + hk * p.k.stride[1]) * es;
+  const char* vbase =
+      static_cast<const char*>(p.v.data) + (b * p.v.stride[0] + hk * p.v.stride[1]) * es;
+  for (int64_t j = from; j < to; ++j) {
+    // K: row j into its tile, transposed.
+    float* tile = pn.k.get() + (j - j % kQkRows - pn.base) * D;
+    const int64_t r = j % kQkRows;
+    if (j < p.seq_k) {
+      LoadRow(p.dtype, kbase + j * p.k.stride[2] * es, p.k.stride[3], D, row);
+      for (int64_t c = 0; c < D; ++c) tile[c * kQkRows + r] = row[c];
+    } else {
+      for (int64_t c = 0; c < D; ++c) tile[c * kQkRows + r] = 0.0f;
+    }
+    // V: row j into each column chunk.
+    if (j < p.seq_k) {
+      LoadRow(p.dtype, vbase + j * p.v.stride[2] * es, p.v.stride[3], DV, row);
+      std::fill(row + DV, row + dvp, 0.0f);
+    } else {
+      std::fill(row, row + dvp, 0.0f);
+    }
+    for (int64_t n = 0; n < vecs;) {
+      const int64_t w = ChunkVecs(n, vecs) * N;
+      std::memcpy(pn.v.get() + n * N * pn.keys + (j - pn.base) * w, row + n * N,
+                  static_cast<size_t>(w) * sizeof(float));
+      n += w / N;
+    }
+  }
+}
+
+// The thread's panels holding keys [j0, j0 + nk) of head (b, hk).
+HWY_INLINE const Panels& PanelsFor(const Problem& p, const Plan& plan, int64_t b, int64_t hk,
+                                   int64_t split, int64_t j0, int64_t nk, float* row) {
+  static thread_local Panels pn;
+  const int64_t full = (p.seq_k + kQkRows - 1) / kQkRows * kQkRows;
+  const size_t bytes = static_cast<size_t>(full * (p.head_dim + plan.dvp)) * sizeof(float);
+  const bool whole = bytes <= Panels::kMaxBytes;
+  const bool same_head = pn.call == plan.call && pn.b == b && pn.hk == hk && pn.split == split;
+  if (!same_head || !whole) {
+    pn.call = plan.call;
+    pn.b = b;
+    pn.hk = hk;
+    pn.split = split;
+    pn.base = whole ? 0 : j0;  // a window: j0 is a multiple of bk
+    pn.keys = whole ? full : plan.bk;
+    pn.packed = 0;
+    const size_t kn = static_cast<size_t>(pn.keys * p.head_dim);
+    const size_t vn = static_cast<size_t>(pn.keys * plan.dvp);
+    if (pn.kcap < kn) {
+      pn.k = hwy::AllocateAligned<float>(kn);
+      pn.kcap = pn.k ? kn : 0;
+    }
+    if (pn.vcap < vn) {
+      pn.v = hwy::AllocateAligned<float>(vn);
+      pn.vcap = pn.v ? vn : 0;
+    }
+    if (!pn.k || !pn.v) throw std::bad_alloc();
+  }
+  const int64_t end = (j0 + nk + kQkRows - 1) / kQkRows * kQkRows - pn.base;
+  if (end > pn.packed) {
+    PackPanels(p, plan, b, hk, pn, pn.base + pn.packed, pn.base + end, row);
+    pn.packed = end;
+  }
+  return pn;
 }
 
 template <int NR>
@@ -754,23 +901,43 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
   // P.V only for rows that exist (decoding fills few of a block's lanes).
   const int64_t pv_rows = nrows;
 
-  for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = bk) {
-    // S^T = K_blk Q^T
-    const float* ka;
-    int64_t k_rs;
-    if (k_direct) {
-      ka = reinterpret_cast<const float*>(kbase) + j0 * p.k.stride[2];
-      k_rs = p.k.stride[2];
-    } else {
-      for (int64_t j = 0; j < nk; ++j)
-        LoadRow(p.dtype, kbase + (j0 + j) * p.k.stride[2] * es, p.k.stride[3], D, buf.kbuf + j * D);
-      ka = buf.kbuf;
-      k_rs = D;
-    }
+  for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = std::min(bk, kv.hi - j0)) {
+    const float* va;
+    int64_t v_rs = 0, panel_keys = 0, key0 = 0;
     if (dot) {
+      // Decoding: K rows streamed as they lie (or converted), V rows likewise.
+      const float* ka;
+      int64_t k_rs;
+      if (k_direct) {
+        ka = reinterpret_cast<const float*>(kbase) + j0 * p.k.stride[2];
+        k_rs = p.k.stride[2];
+      } else {
+        for (int64_t j = 0; j < nk; ++j)
+          LoadRow(p.dtype, kbase + (j0 + j) * p.k.stride[2] * es, p.k.stride[3], D,
+                  buf.kbuf + j * D);
+        ka = buf.kbuf;
+        k_rs = D;
+      }
       QKDot(nrows, bq, nk, ka, k_rs, buf.qr, dp, D, buf.st);
+      if (v_direct) {
+        va = reinterpret_cast<const float*>(vbase) + j0 * p.v.stride[2];
+        v_rs = p.v.stride[2];
+      } else {
+        for (int64_t j = 0; j < nk; ++j) {
+          float* row = buf.vbuf + j * dvp;
+          LoadRow(p.dtype, vbase + (j0 + j) * p.v.stride[2] * es, p.v.stride[3], DV, row);
+          std::fill(row + DV, row + dvp, 0.0f);
+        }
+        va = buf.vbuf;
+        v_rs = dvp;
+      }
     } else {
-      TileQKRows<NR>(nk, ka, k_rs, buf.qt, bq, D, buf.st, bq);
+      // Blocks of queries: K and V from the head's panels.
+      const Panels& pn = PanelsFor(p, plan, b, hk, split, j0, nk, buf.kbuf);
+      TileQKPanel<NR>(nk, pn.k_tile(j0, D), buf.qt, bq, D, buf.st, bq);
+      va = pn.v.get();
+      panel_keys = pn.keys;
+      key0 = j0 - pn.base;
     }
 
     if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
@@ -780,21 +947,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     SoftmaxExp<NR>(buf, sa, nk);
 
     // O = alpha O + P V_blk
-    const float* va;
-    int64_t v_rs;
-    if (v_direct) {
-      va = reinterpret_cast<const float*>(vbase) + j0 * p.v.stride[2];
-      v_rs = p.v.stride[2];
-    } else {
-      for (int64_t j = 0; j < nk; ++j) {
-        float* row = buf.vbuf + j * dvp;
-        LoadRow(p.dtype, vbase + (j0 + j) * p.v.stride[2] * es, p.v.stride[3], DV, row);
-        std::fill(row + DV, row + dvp, 0.0f);
-      }
-      va = buf.vbuf;
-      v_rs = dvp;
-    }
-    TilePVRows(pv_rows, dvp / N, buf.st, bq, va, v_rs, nk, buf.o, dvp, buf.alpha);
+    TilePVRows(pv_rows, dvp / N, buf.st, bq, va, v_rs, panel_keys, key0, nk, buf.o, dvp, buf.alpha);
   }
 
   FinishBlock(p, plan, b, hk, rb, buf, partial);
@@ -1038,15 +1191,15 @@ BACKPLANE_AMX_TARGET HWY_INLINE void PackV(const uint16_t* rows, int64_t rs, int
 
 // V of one head packed into pairs (PackV), kept per thread across the query blocks of that head
 // within one call: each block needs a prefix of the same pairs, so V is packed about once per
-// head and thread instead of once per block. Heads longer than kMaxBytes (64K keys of 128 dims)
-// pack per block.
+// head and thread instead of once per block. Heads above kMaxBytes (16K keys of 128 dims) pack
+// per block; the cap bounds what each thread keeps between calls.
 struct PackedV {
   uint64_t call = ~uint64_t{0};
   int64_t b = -1, hk = -1, split = -1;
   int64_t pairs = 0;  // pairs [0, pairs) are packed
   size_t cap = 0;
   hwy::AlignedFreeUniquePtr<uint16_t[]> data;
-  static constexpr size_t kMaxBytes = size_t{16} << 20;
+  static constexpr size_t kMaxBytes = size_t{4} << 20;
 };
 
 // Pointer to pairs [pair0, pair0 + n) of the head's packed V (zeros past seq_k), or NULL when
@@ -1125,7 +1278,7 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
   const int64_t it_count = bq / 16, ct_count = dvp / 16;
   AmxConfigure();
 
-  for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = bk) {
+  for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = std::min(bk, kv.hi - j0)) {
     const int64_t jt_count = (nk + 15) / 16;
     // K rows in place when whole tiles of them exist; else copied, padded with zeros.
     const uint16_t* ka;
