@@ -84,6 +84,7 @@ TEST(AttentionBf16, AmxAndFp32TilesBothMatchEager) {
       {"mqa16_split_kv", 1, 16, 1, 1, 4097, 128, false, DType::kBF16},
       {"no_keys", 1, 16, 1, 3, 0, 64, false, DType::kBF16},
       {"long_head_window_split", 1, 32, 1, 1, 8200, 256, false, DType::kBF16},
+      {"d3_dv40", 1, 12, 2, 9, 33, 3, true, DType::kBF16, MaskType::kNone, {}, false, 40},
   };
   for (bool amx : {true, false}) {
     cpu::set_amx_enabled(amx);

@@ -197,6 +197,7 @@ inline std::vector<Case> case_table() {
       // Long heads: K/V panels in a window of one block; 16 rows of one kv head: split-KV.
       {"d256_q64_k4097_causal_window", 1, 2, 1, 64, 4097, 256, true, f32},
       {"d128_mqa16_k4097_splitkv", 1, 16, 1, 1, 4097, 128, false, f32},
+      {"d1_dv130_odd_sizes", 1, 3, 1, 21, 50, 1, true, f32, MaskType::kNone, {}, false, 130},
       {"bf16_d128_s1024_causal_gqa", 1, 8, 2, 1024, 1024, 128, true, bf16},
       {"bf16_d64_s127_boolmask", 1, 4, 4, 127, 127, 64, false, bf16, MaskType::kBool},
       {"bf16_d80_s64_transposed", 2, 2, 2, 64, 64, 80, true, bf16, MaskType::kNone, {}, true},

@@ -105,30 +105,6 @@ HWY_INLINE VF Exp2(DF d, VF x) {
 
 // ------------------------------------------------------------------ register tiles
 
-// S^T rows: C[r][v] = sum_{p < depth} A[r * lda + p] * B[p * ldb + v * N], for MR rows (keys)
-// and NR vectors (queries).
-template <int MR, int NR>
-HWY_INLINE void TileQK(const float* HWY_RESTRICT a, int64_t lda, const float* HWY_RESTRICT b,
-                       int64_t ldb, int64_t depth, float* HWY_RESTRICT c, int64_t ldc) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  VF acc[MR][NR];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NR; ++v) acc[r][v] = hn::Zero(d);
-  const float* arow[MR];
-  for (int r = 0; r < MR; ++r) arow[r] = a + r * lda;
-  for (int64_t p = 0; p < depth; ++p) {
-    VF bv[NR];
-    for (int v = 0; v < NR; ++v) bv[v] = hn::LoadU(d, b + p * ldb + v * N);
-    for (int r = 0; r < MR; ++r) {
-      const VF av = hn::Set(d, arow[r][p]);
-      for (int v = 0; v < NR; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
-    }
-  }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NR; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * N);
-}
-
 // S^T rows from a K panel: kQkRows keys per tile, A(r, p) at tile[p * kQkRows + r]; every tile
 // is whole (the panel pads with zero keys), so C gets round_up(rows, kQkRows) rows.
 template <int NR>
@@ -153,29 +129,6 @@ HWY_INLINE void TileQKPanel(int64_t rows, const float* HWY_RESTRICT tiles, const
     for (int r = 0; r < kQkRows; ++r)
       for (int v = 0; v < NR; ++v) hn::StoreU(acc[r][v], d, cr + r * ldc + v * N);
   }
-}
-
-template <int NR>
-HWY_INLINE void TileQKRows(int64_t rows, const float* a, int64_t lda, const float* b, int64_t ldb,
-                           int64_t depth, float* c, int64_t ldc) {
-  int64_t r = 0;
-  for (; r + kQkRows <= rows; r += kQkRows)
-    TileQK<kQkRows, NR>(a + r * lda, lda, b, ldb, depth, c + r * ldc, ldc);
-  if constexpr (kQkRows > 8) {
-    if (r + 8 <= rows) {
-      TileQK<8, NR>(a + r * lda, lda, b, ldb, depth, c + r * ldc, ldc);
-      r += 8;
-    }
-  }
-  if (r + 4 <= rows) {
-    TileQK<4, NR>(a + r * lda, lda, b, ldb, depth, c + r * ldc, ldc);
-    r += 4;
-  }
-  if (r + 2 <= rows) {
-    TileQK<2, NR>(a + r * lda, lda, b, ldb, depth, c + r * ldc, ldc);
-    r += 2;
-  }
-  if (r < rows) TileQK<1, NR>(a + r * lda, lda, b, ldb, depth, c + r * ldc, ldc);
 }
 
 // Few query rows (decoding): S^T[j][r] = dot(K[j], Q[r]) along head_dim, for R rows and KB
@@ -486,6 +439,7 @@ struct BlockBuffers {
   float* vbuf;        // [bk][dvp] V block converted to f32 and padded
   float* bias;        // [bk][bq] mask bias (log2 domain); AMX: P pairs afterwards
   float* pa;          // AMX: [bq][(bk + 32) / 32 * 16] P rows as bf16 pairs
+  float* row;         // one K or V row converted to f32 (panel packing)
   int64_t* mask_off;  // [bq] mask offsets of the block's rows
 };
 
@@ -516,7 +470,8 @@ BlockBuffers AllocBuffers(const Problem& p, const Plan& plan) {
                {&b.kbuf, bk * dmax},
                {&b.vbuf, bk * dvp},
                {&b.bias, bk * bq},
-               {&b.pa, bq * pairs_max}};
+               {&b.pa, bq * pairs_max},
+               {&b.row, std::max(d, dvp)}};
   float* mask_off = nullptr;
   size_t total = AlignUp(2 * bq);  // mask_off: bq int64
   for (const Slot& slot : slots) total += AlignUp(slot.floats);
@@ -933,7 +888,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
       }
     } else {
       // Blocks of queries: K and V from the head's panels.
-      const Panels& pn = PanelsFor(p, plan, b, hk, split, j0, nk, buf.kbuf);
+      const Panels& pn = PanelsFor(p, plan, b, hk, split, j0, nk, buf.row);
       TileQKPanel<NR>(nk, pn.k_tile(j0, D), buf.qt, bq, D, buf.st, bq);
       va = pn.v.get();
       panel_keys = pn.keys;
