@@ -1344,11 +1344,15 @@ void RunAll(const Problem& p, const Plan& plan, int threads, BlockFn run_block) 
   const int64_t blocks = heads * nrb;
   ThreadPool& pool = ThreadPool::global();
   if (plan.splits == 1) {
-    // Head by head (K and V stay in cache), and within a head the blocks that see the most
-    // keys (causal: the last ones) first, so the small ones balance the end.
-    pool.parallel_for(blocks, threads, [&](int64_t item, int) {
-      const int64_t bh = item / nrb, rb = nrb - 1 - item % nrb;
-      run_block(p, plan, bh / p.heads_kv, bh % p.heads_kv, rb, 0, nullptr);
+    // A work item is a share of one kv head's row blocks (every chunks-th one, the blocks that
+    // see the most keys first): a thread keeps a head's panels to itself and packs them once,
+    // while the items stay many enough (4 per thread) to balance.
+    const int64_t chunks =
+        std::min<int64_t>(nrb, std::max<int64_t>(1, (4 * threads + heads - 1) / heads));
+    pool.parallel_for(heads * chunks, threads, [&](int64_t item, int) {
+      const int64_t bh = item / chunks, c = item % chunks;
+      for (int64_t rb = nrb - 1 - c; rb >= 0; rb -= chunks)
+        run_block(p, plan, bh / p.heads_kv, bh % p.heads_kv, rb, 0, nullptr);
     });
     return;
   }
