@@ -42,6 +42,14 @@ def run_bench(args):
     return json.loads(out)
 
 
+def repetitions(report):
+    counts = {}
+    for b in report["benchmarks"]:
+        if b.get("run_type") == "iteration":
+            counts[b.get("run_name", b["name"])] = counts.get(b.get("run_name", b["name"]), 0) + 1
+    return max(counts.values()) if counts else 0
+
+
 def medians(report):
     """name -> (median seconds per iteration, counters of one repetition, label)."""
     runs = {}
@@ -94,7 +102,7 @@ def main():
     ctx = report.get("context", {})
 
     print(f"backplane-bench, {threads} threads, {ctx.get('num_cpus', '?')} CPUs, "
-          f"{args.repetitions if not args.from_json else '?'} interleaved repetitions, medians")
+          f"{repetitions(report)} interleaved repetitions, medians")
     print()
     print("| Benchmark | backplane (ms) | LibTorch (ms) | LibTorch / backplane | backplane rate "
           "| roofline | fraction of roofline |")
