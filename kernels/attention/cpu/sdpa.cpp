@@ -2,13 +2,13 @@
 // style). The score matrix exists only as one [kv block x query block] tile per worker.
 //
 // Layouts: the score tile is transposed, keys in rows and queries across the vector lanes:
-//   S^T[j][i] = sum_p K[j][p] * Q^T[p][i]     K scalars broadcast from K's own rows, Q^T packed
-//                                             once per query block
+//   S^T[j][i] = sum_p K[j][p] * Q^T[p][i]     K scalars broadcast, Q^T packed once per block
 //   O[i][c]   = alpha[i] * O[i][c] + sum_j P^T[j][i] * V[j][c]
 //                                             P scalars broadcast (contiguous in P^T's rows),
-//                                             V rows read in place as vectors
-// so K and V are used where they lie (f32 with unit stride along head_dim), and the softmax
-// max/sum over keys is a vertical max/add across S^T's rows: no horizontal reductions.
+//                                             V rows loaded as vectors
+// so the softmax max/sum over keys is a vertical max/add across S^T's rows: no horizontal
+// reductions. K and V come from per-head panels (Panels) for blocks of queries, and straight
+// from their rows when decoding (QKDot). bf16 runs on AMX where it can (RunBlockAmx).
 //
 // Compiled once per SIMD target (Highway foreach_target) and dispatched at runtime.
 #undef HWY_TARGET_INCLUDE
