@@ -224,6 +224,10 @@ struct BadCase {
   const char* message;  // a substring of the expected error
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 HostTensor& keep(HostTensor t) {
   static std::vector<HostTensor>* kept = new std::vector<HostTensor>();
   kept->reserve(64);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -154,6 +155,11 @@ struct Case {
   int64_t head_dim_v = 0;                // 0: head_dim
   DType mask_dtype = DType::kF32;        // additive masks
 };
+
+// Test names show the case's name rather than its bytes.
+inline void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // The shared table: every head_dim (64, 80, 96, 128, 256) and seq length (1, 7, 64, 127,
 // 1024, 4097) appears; causal and not; seq_q != seq_k both ways; GQA 32/8 and MQA; bool and
