@@ -19,14 +19,17 @@
 //     KV cache). This equals PyTorch's is_causal only when seq_q == seq_k; PyTorch's is_causal is
 //     top-left aligned (torch.nn.attention.bias.causal_lower_right is this one).
 //   - A row whose keys are all masked (by the mask, by causal, or seq_k == 0) gives zeros, as
-//     at::scaled_dot_product_attention does on CPU in LibTorch 2.5+ (math and fused paths).
+//     at::scaled_dot_product_attention does on CPU in LibTorch 2.15 (math and fused paths).
 //   - batch == 0, heads_q == 0 or seq_q == 0: nothing to do, success.
 //
 // Errors: every function here returns a Status and never throws; messages name the argument
 // and what would have been accepted.
 //
 // Threads: the kernels run on a process-wide pool owned by this library (set_num_threads).
-// Concurrent calls from several host threads are safe; they take turns on the pool.
+// Concurrent calls from several host threads are safe; they take turns on the pool. Each
+// thread keeps its scratch and packed K/V (at most a few MiB) between calls.
+// bf16 on CPUs with AMX: the first such call asks Linux for the AMX state
+// (arch_prctl(ARCH_REQ_XCOMP_PERM), once per process, as oneDNN does).
 #pragma once
 
 #include <dlpack/dlpack.h>
@@ -34,7 +37,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 
 namespace backplane::attention {
 
