@@ -13,7 +13,7 @@ build_dir=${BUILD_DIR:-$root/build}
 packages=(
   g++ cmake ninja-build ccache pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev
-  libhwloc-dev libcpu-features-dev libze-dev libamdhip64-dev
+  libhwloc-dev libcpu-features-dev libze-dev libamdhip64-dev libhwy-dev libdlpack-dev
 )
 # And the tests: GoogleTest, Google Benchmark, LibTorch with gloo for the distributed run, and
 # Python for the oracles (torch, transformers, accelerate: tests/python/venv.sh).
