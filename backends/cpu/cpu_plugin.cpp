@@ -7,6 +7,9 @@
 #include <string_view>
 
 #include "cpu_features.hpp"
+#ifdef BACKPLANE_CPU_ATTENTION
+#include "attention_kernels.hpp"
+#endif
 #include "cpu_topology.hpp"
 
 namespace backplane::cpu {
@@ -54,6 +57,9 @@ class CpuPlugin {
       device.properties.push_back(Property{"memory_available", static_cast<int64_t>(*available)});
     }
     registrar.add(device);
+#ifdef BACKPLANE_CPU_ATTENTION
+    register_attention_kernels(registrar, &host_);
+#endif
     memory_total_ = topology.memory_total;
     host_.debug(std::to_string(topology.cores) + " cores, " + std::to_string(topology.threads) +
                 " threads");

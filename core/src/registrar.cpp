@@ -148,6 +148,64 @@ bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc)
   return refuse(context, BP_INTERNAL, std::string("add_device: ") + e.what());
 }
 
+bool is_kernel_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bp_status* add_kernel(bp_registrar_context* context, const bp_kernel_desc* desc) try {
+  bp_kernel_desc d;
+  if (!read_abi_struct(desc, BP_KERNEL_DESC_SIZE_1_3, d)) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  "add_kernel: descriptor is NULL or smaller than ABI 1.3's (" +
+                      std::to_string(BP_KERNEL_DESC_SIZE_1_3) + " bytes)");
+  }
+  RegisteredKernel kernel;
+  kernel.info.op = copy(d.op);
+  kernel.info.implementation = copy(d.implementation);
+  kernel.info.device_type = copy(d.device_type);
+  kernel.info.plugin = context->manifest->name;
+  const std::string label = "kernel " + kernel.info.op + "/" + kernel.info.implementation;
+  if (!is_kernel_name(kernel.info.op) || !is_kernel_name(kernel.info.implementation)) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  label + ": op and implementation must be 1-64 characters of a-z, 0-9 and '_'");
+  }
+  const bool type_registered =
+      std::any_of(context->pending.backends.begin(), context->pending.backends.end(),
+                  [&](const BackendInfo& b) { return b.type == kernel.info.device_type; });
+  if (!type_registered) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  label + ": device type '" + kernel.info.device_type +
+                      "' must be registered by this plugin first");
+  }
+  if (d.function == nullptr) {
+    return refuse(context, BP_INVALID_ARGUMENT, label + ": function is NULL");
+  }
+  if (d.min_compute_capability_major >= 0) {
+    kernel.info.min_compute_capability = ComputeCapability{
+        d.min_compute_capability_major, std::max(0, d.min_compute_capability_minor)};
+  }
+  if (d.dtype_count > 0 && d.dtypes == nullptr) {
+    return refuse(context, BP_INVALID_ARGUMENT, label + ": dtypes is NULL");
+  }
+  for (size_t i = 0; i < d.dtype_count; ++i) kernel.info.dtypes.push_back(copy(d.dtypes[i]));
+  kernel.info.max_head_dim = std::max(0, d.max_head_dim);
+  for (const RegisteredKernel& k : context->pending.kernels) {
+    if (k.info.op == kernel.info.op && k.info.implementation == kernel.info.implementation &&
+        k.info.device_type == kernel.info.device_type) {
+      return refuse(context, BP_INVALID_ARGUMENT,
+                    label + " registered twice for " + kernel.info.device_type);
+    }
+  }
+  kernel.function = d.function;
+  kernel.context = d.context;
+  context->pending.kernels.push_back(std::move(kernel));
+  return nullptr;
+} catch (const std::exception& e) {
+  return refuse(context, BP_INTERNAL, std::string("add_kernel: ") + e.what());
+}
+
 }  // namespace
 
 bool replaces(const BackendInfo& challenger, const BackendInfo& incumbent) {
@@ -225,6 +283,7 @@ bp_registrar make_registrar(bp_registrar_context* context) {
   registrar.context = context;
   registrar.add_device_type = &add_device_type;
   registrar.add_device = &add_device;
+  registrar.add_kernel = &add_kernel;
   return registrar;
 }
 

@@ -2,15 +2,24 @@
 #pragma once
 
 #include <backplane/device_info.hpp>
+#include <backplane/kernels.hpp>
 
 #include <algorithm>
 #include <vector>
 
 namespace backplane::detail {
 
+// A kernel as the plugin registered it: its description and where to call it.
+struct RegisteredKernel {
+  KernelInfo info;
+  void (*function)(void) = nullptr;
+  void* context = nullptr;
+};
+
 struct Registry {
   std::vector<BackendInfo> backends;
   std::vector<DeviceInfo> devices;
+  std::vector<RegisteredKernel> kernels;
 
   // The active backend of a type (not replaced by another); nullptr when none.
   const BackendInfo* find_backend(const std::string& type) const {
@@ -36,6 +45,7 @@ struct Registry {
       backends.push_back(std::move(backend));
     }
     for (DeviceInfo& device : registered.devices) devices.push_back(std::move(device));
+    for (RegisteredKernel& kernel : registered.kernels) kernels.push_back(std::move(kernel));
   }
 };
 

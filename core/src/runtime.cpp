@@ -241,6 +241,35 @@ const DeviceInfo& Runtime::device(const Device& wanted) const {
   throw NotFound("device " + wanted.str() + " does not exist; present: " + join(present));
 }
 
+std::vector<KernelInfo> Runtime::kernels() const {
+  std::vector<KernelInfo> out;
+  for (const detail::RegisteredKernel& k : impl_->registry.kernels) out.push_back(k.info);
+  return out;
+}
+
+AttentionKernel Runtime::attention_kernel(const Device& wanted,
+                                          std::string_view implementation) const {
+  const DeviceInfo& info = device(wanted);
+  const BackendInfo* serving = backend(info.device.type());
+  std::vector<std::string> offered;
+  for (const detail::RegisteredKernel& k : impl_->registry.kernels) {
+    if (k.info.op != kAttentionForward || k.info.device_type != info.device.type() ||
+        serving == nullptr || k.info.plugin != serving->plugin) {
+      continue;
+    }
+    if (k.info.implementation != implementation) {
+      offered.push_back(k.info.implementation);
+      continue;
+    }
+    if (std::string why = kernel_mismatch(k.info, info); !why.empty()) throw Unavailable(why);
+    return AttentionKernel(k.info, reinterpret_cast<bp_attention_forward_fn>(k.function), k.context,
+                           impl_);
+  }
+  throw NotFound("no " + std::string(kAttentionForward) + " kernel '" +
+                 std::string(implementation) + "' for " + info.device.str() +
+                 "; its backend offers " + (offered.empty() ? std::string("none") : join(offered)));
+}
+
 std::optional<MemoryInfo> Runtime::memory_info(const Device& wanted) const {
   const DeviceInfo& info = device(wanted);
   const detail::LoadedPlugin* plugin = impl_->find_loaded(info.plugin);

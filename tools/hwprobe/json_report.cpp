@@ -90,8 +90,23 @@ json plugin_json(const backplane::PluginInfo& p) {
   };
 }
 
+json kernel_json(const backplane::KernelInfo& k) {
+  return {
+      {"op", k.op},
+      {"implementation", k.implementation},
+      {"device_type", k.device_type},
+      {"plugin", k.plugin},
+      {"min_compute_capability",
+       k.min_compute_capability ? json(k.min_compute_capability->str()) : json(nullptr)},
+      {"dtypes", k.dtypes},
+      {"max_head_dim", k.max_head_dim > 0 ? json(k.max_head_dim) : json(nullptr)},
+  };
+}
+
 json runtime_json(const backplane::Runtime& runtime) {
-  json plugins = json::array(), backends = json::array(), devices = json::array();
+  json plugins = json::array(), backends = json::array(), devices = json::array(),
+       kernels = json::array();
+  for (const auto& k : runtime.kernels()) kernels.push_back(kernel_json(k));
   for (const auto& p : runtime.plugins()) plugins.push_back(plugin_json(p));
   for (const auto& b : runtime.backends()) backends.push_back(backend_json(b));
   for (const auto& d : runtime.devices()) devices.push_back(device_json(d));
@@ -102,6 +117,7 @@ json runtime_json(const backplane::Runtime& runtime) {
       {"plugins", plugins},
       {"backends", backends},
       {"devices", devices},
+      {"kernels", kernels},
   };
 }
 

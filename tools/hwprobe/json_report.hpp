@@ -10,7 +10,8 @@ namespace hwprobe {
 nlohmann::json device_json(const backplane::DeviceInfo& device);
 nlohmann::json backend_json(const backplane::BackendInfo& backend);
 nlohmann::json plugin_json(const backplane::PluginInfo& plugin);
-// {backplane_version, abi_version, plugins, backends, devices}
+nlohmann::json kernel_json(const backplane::KernelInfo& kernel);
+// {backplane_version, abi_version, plugins, backends, devices, kernels}
 nlohmann::json runtime_json(const backplane::Runtime& runtime);
 // {search_path, plugins}
 nlohmann::json plugins_json(const backplane::Runtime& runtime);

@@ -107,6 +107,19 @@ void print_runtime(std::ostream& out, const backplane::Runtime& runtime) {
   if (runtime.devices().empty()) devices.push_back({"(none)", "", "", ""});
   print_table(out, devices);
 
+  out << "\nKernels\n";
+  std::vector<Row> kernels{{"OP", "IMPLEMENTATION", "DEVICE", "PLUGIN", "REQUIRES"}};
+  for (const auto& k : runtime.kernels()) {
+    std::string requires_text;
+    for (const std::string& d : k.dtypes) requires_text += (requires_text.empty() ? "" : " ") + d;
+    if (k.min_compute_capability) {
+      requires_text += "; compute capability >= " + k.min_compute_capability->str();
+    }
+    kernels.push_back({k.op, k.implementation, k.device_type, k.plugin, requires_text});
+  }
+  if (runtime.kernels().empty()) kernels.push_back({"(none)", "", "", "", ""});
+  print_table(out, kernels);
+
   out << "\nPlugins\n";
   std::vector<Row> plugins{{"NAME", "VERSION", "ABI", "LIBRARY", "STATUS"}};
   for (const auto& p : runtime.plugins()) {

@@ -5,6 +5,7 @@
 
 #include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
+#include <backplane/kernels.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -68,6 +69,13 @@ class BACKPLANE_API Runtime {
   // devices that exist, or Unavailable with the backend's reason.
   const DeviceInfo& device(const Device& device) const;
   const BackendInfo* backend(std::string_view type) const;
+
+  // Every kernel a loaded plugin registered (ABI 1.3).
+  std::vector<KernelInfo> kernels() const;
+  // The attention_forward kernel `implementation` of the backend that serves `device`, checked
+  // against the device. Throws NotFound naming what the backend has, or Unavailable with why
+  // the kernel cannot run there.
+  AttentionKernel attention_kernel(const Device& device, std::string_view implementation) const;
 
   // Free and total memory now, asked from the plugin (ABI 1.1); nullopt when the plugin cannot
   // tell. Throws NotFound for an unknown device.

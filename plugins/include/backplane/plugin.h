@@ -1,7 +1,8 @@
 /*
  * backplane plugin ABI: the whole contract between the backplane core (the host) and a backend
  * plugin. C99, no other header of this project needed. See plugins/README.md for the guide and
- * plugins/CHANGELOG.md for what each minor version added.
+ * plugins/CHANGELOG.md for what each minor version added. Needs only <dlpack/dlpack.h> (DLPack,
+ * for tensors) besides the C library.
  *
  * Versioning
  *   The major version breaks; minor versions only append. Every extensible struct starts with
@@ -21,9 +22,9 @@
  *     only during init.
  *
  * Threading
- *   init and shutdown are called from one thread. memory_info may be called from many threads
- *   at once. The host may call init more than once in one process (once per host runtime),
- *   each call with its own state.
+ *   init and shutdown are called from one thread. memory_info and kernels may be called from
+ *   many threads at once. The host may call init more than once in one process (once per host
+ * runtime), each call with its own state.
  *
  * Never
  *   let a C++ exception, longjmp or signal cross this boundary; call exit(); change the
@@ -32,6 +33,7 @@
 #ifndef BACKPLANE_PLUGIN_H_
 #define BACKPLANE_PLUGIN_H_
 
+#include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,7 +42,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_VERSION_MAJOR 1
-#define BP_ABI_VERSION_MINOR 2
+#define BP_ABI_VERSION_MINOR 3
 
 #if defined(_WIN32)
 #define BP_PLUGIN_EXPORT __declspec(dllexport)
@@ -183,6 +185,46 @@ typedef struct bp_device_desc {
 } bp_device_desc;
 #define BP_DEVICE_DESC_SIZE_1_0 BP_STRUCT_SIZE(bp_device_desc, property_count)
 
+/* ---- 1.3: kernels ----
+ * A kernel is a function pointer into the plugin, keyed by (op, implementation, device type),
+ * with the requirements the host checks before handing it out. Tensors cross as DLPack
+ * DLTensor (dlpack/dlpack.h, Debian libdlpack-dev); the host resolves a kernel once and calls it
+ * many times. */
+
+typedef struct bp_kernel_desc {
+  size_t struct_size;
+  void* extension;
+  const char* op;                       /* "attention_forward" */
+  const char* implementation;           /* "sdpa", "eager", "flash_attention_2" */
+  const char* device_type;              /* a type this plugin registered */
+  int32_t min_compute_capability_major; /* -1: no minimum */
+  int32_t min_compute_capability_minor;
+  const char* const* dtypes; /* "float32", "bfloat16", "float16"; count 0: any */
+  size_t dtype_count;
+  int32_t max_head_dim;   /* 0: no limit */
+  void (*function)(void); /* the op's function type (below), cast by the caller */
+  void* context;          /* passed back to the function; the plugin's, valid until shutdown */
+} bp_kernel_desc;
+#define BP_KERNEL_DESC_SIZE_1_3 BP_STRUCT_SIZE(bp_kernel_desc, context)
+
+/* op "attention_forward": out = softmax(q k^T * scale + mask) v, per (batch, head). q is
+ * [batch, heads_q, seq_q, head_dim], k and v [batch, heads_kv, seq_k, head_dim] (heads_q a
+ * multiple of heads_kv), mask (optional) broadcastable to [batch, heads_q, seq_q, seq_k]: bool
+ * (true keeps) or additive; causal is aligned bottom-right. Strides in elements. */
+typedef struct bp_attention_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* query;
+  const DLTensor* key;
+  const DLTensor* value;
+  const DLTensor* mask; /* NULL: none */
+  const DLTensor* output;
+  int32_t causal;
+  double scale; /* <= 0: 1 / sqrt(head_dim) */
+  void* stream; /* the device's stream; NULL: the default one */
+} bp_attention_args;
+typedef bp_status* (*bp_attention_forward_fn)(void* context, const bp_attention_args* args);
+
 /* Passed to init; valid only during init. Each call returns NULL or a status the plugin owns
  * (usually returned from init as it is). */
 typedef struct bp_registrar {
@@ -191,6 +233,8 @@ typedef struct bp_registrar {
   bp_registrar_context* context;
   bp_status* (*add_device_type)(bp_registrar_context* context, const bp_device_type_desc* desc);
   bp_status* (*add_device)(bp_registrar_context* context, const bp_device_desc* desc);
+  /* ---- 1.3 ---- */
+  bp_status* (*add_kernel)(bp_registrar_context* context, const bp_kernel_desc* desc);
 } bp_registrar;
 #define BP_REGISTRAR_SIZE_1_0 BP_STRUCT_SIZE(bp_registrar, add_device)
 

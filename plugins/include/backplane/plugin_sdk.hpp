@@ -100,6 +100,21 @@ struct MemoryInfo {
   uint64_t total_bytes = 0;
 };
 
+// A kernel (ABI 1.3). `function` has the op's type (bp_attention_forward_fn for
+// "attention_forward"); `context` comes back to it on every call and must outlive the plugin's
+// state (the plugin object itself is a good context).
+struct KernelSpec {
+  std::string op;
+  std::string implementation;
+  std::string device_type;
+  int min_compute_capability_major = -1;
+  int min_compute_capability_minor = 0;
+  std::vector<std::string> dtypes;  // empty: any
+  int max_head_dim = 0;             // 0: no limit
+  void (*function)(void) = nullptr;
+  void* context = nullptr;
+};
+
 namespace detail {
 inline const char* c_str_or_null(const std::string& s) {
   return s.empty() ? nullptr : s.c_str();
@@ -116,6 +131,33 @@ struct HostStatus {
 class Registrar {
  public:
   explicit Registrar(const bp_registrar* registrar) : registrar_(registrar) {}
+
+  // Whether the host takes kernels (ABI 1.3 and later).
+  bool accepts_kernels() const {
+    return registrar_->struct_size >= BP_STRUCT_SIZE(bp_registrar, add_kernel) &&
+           registrar_->add_kernel != nullptr;
+  }
+
+  // Registers a kernel; false (and nothing registered) when the host is older than ABI 1.3.
+  bool add(const KernelSpec& spec) const {
+    if (!accepts_kernels()) return false;
+    std::vector<const char*> dtypes;
+    for (const std::string& d : spec.dtypes) dtypes.push_back(d.c_str());
+    bp_kernel_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.op = spec.op.c_str();
+    desc.implementation = spec.implementation.c_str();
+    desc.device_type = spec.device_type.c_str();
+    desc.min_compute_capability_major = spec.min_compute_capability_major;
+    desc.min_compute_capability_minor = spec.min_compute_capability_minor;
+    desc.dtypes = dtypes.data();
+    desc.dtype_count = dtypes.size();
+    desc.max_head_dim = spec.max_head_dim;
+    desc.function = spec.function;
+    desc.context = spec.context;
+    check(registrar_->add_kernel(registrar_->context, &desc));
+    return true;
+  }
 
   void add(const DeviceTypeSpec& spec) const {
     bp_device_type_desc desc{};

@@ -1,0 +1,36 @@
+#include <backplane/error.hpp>
+#include <backplane/kernels.hpp>
+
+#include "host_api.hpp"
+
+namespace backplane {
+
+std::string kernel_mismatch(const KernelInfo& kernel, const DeviceInfo& device) {
+  if (kernel.device_type != device.device.type()) {
+    return kernel.op + "/" + kernel.implementation + " runs on " + kernel.device_type +
+           ", not on " + device.device.type();
+  }
+  if (kernel.min_compute_capability) {
+    const ComputeCapability& min = *kernel.min_compute_capability;
+    if (!device.compute_capability || *device.compute_capability < min) {
+      return kernel.op + "/" + kernel.implementation +
+             " requires compute capability >= " + min.str() + ", but " + device.device.str() +
+             " has " + (device.compute_capability ? device.compute_capability->str() : "none");
+    }
+  }
+  return {};
+}
+
+AttentionKernel::AttentionKernel(KernelInfo info, bp_attention_forward_fn function, void* context,
+                                 std::shared_ptr<const void> owner)
+    : info_(std::move(info)), function_(function), context_(context), owner_(std::move(owner)) {}
+
+void AttentionKernel::operator()(const bp_attention_args& args) const {
+  detail::StatusPtr status = detail::adopt(function_(context_, &args));
+  if (status) {
+    throw InvalidArgument(info_.op + "/" + info_.implementation + " on " + info_.device_type +
+                          ": " + status->message);
+  }
+}
+
+}  // namespace backplane

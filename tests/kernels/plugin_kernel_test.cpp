@@ -1,0 +1,141 @@
+// The CPU attention kernels through the plugin ABI: the cpu plugin registers them, the runtime
+// resolves them against a device, and a call goes straight into the plugin.
+#include <backplane/backplane.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using backplane::Runtime;
+
+Runtime open_cpu() {
+  backplane::RuntimeOptions options;
+  options.plugin_path = std::vector<std::filesystem::path>{PLUGIN_BUILD_DIR};
+  options.only_plugins = std::vector<std::string>{"cpu", "sim"};
+  options.log_sink = [](backplane::LogLevel, const std::string&) {};
+  return Runtime::open(options);
+}
+
+// A contiguous float32 tensor that owns its data.
+struct Tensor {
+  std::vector<float> data;
+  std::vector<int64_t> shape;
+  DLTensor dl{};
+  explicit Tensor(std::vector<int64_t> dims, bool random = true) : shape(std::move(dims)) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    data.resize(static_cast<size_t>(n));
+    std::mt19937 rng(static_cast<unsigned>(n));
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    if (random) {
+      for (float& x : data) x = dist(rng);
+    }
+    dl.data = data.data();
+    dl.device = {kDLCPU, 0};
+    dl.ndim = static_cast<int32_t>(shape.size());
+    dl.dtype = {kDLFloat, 32, 1};
+    dl.shape = shape.data();
+  }
+};
+
+bp_attention_args args_for(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                           bool causal) {
+  bp_attention_args args{};
+  args.struct_size = sizeof args;
+  args.query = &q.dl;
+  args.key = &k.dl;
+  args.value = &v.dl;
+  args.output = &out.dl;
+  args.causal = causal ? 1 : 0;
+  return args;
+}
+
+TEST(PluginKernels, CpuRegistersSdpaAndEager) {
+  const Runtime runtime = open_cpu();
+  std::vector<std::string> implementations;
+  for (const backplane::KernelInfo& k : runtime.kernels()) {
+    if (k.op != backplane::kAttentionForward) continue;
+    EXPECT_EQ(k.device_type, "cpu");
+    EXPECT_EQ(k.plugin, "cpu");
+    EXPECT_EQ(k.dtypes, (std::vector<std::string>{"float32", "bfloat16", "float16"}));
+    implementations.push_back(k.implementation);
+  }
+  EXPECT_EQ(implementations, (std::vector<std::string>{"sdpa", "eager"}));
+}
+
+TEST(PluginKernels, SdpaThroughTheAbiMatchesEager) {
+  const Runtime runtime = open_cpu();
+  const backplane::AttentionKernel sdpa =
+      runtime.attention_kernel(backplane::Device("cpu"), "sdpa");
+  const backplane::AttentionKernel eager =
+      runtime.attention_kernel(backplane::Device("cpu"), "eager");
+  // GQA 4/2, seq_q 5 against a KV cache of 9, causal (bottom-right), head_dim 16.
+  const Tensor q({1, 4, 5, 16}), k({1, 2, 9, 16}), v({1, 2, 9, 16});
+  Tensor fused({1, 4, 5, 16}, false), reference({1, 4, 5, 16}, false);
+  sdpa(args_for(q, k, v, fused, true));
+  eager(args_for(q, k, v, reference, true));
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < fused.data.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(fused.data[i] - reference.data[i])));
+    largest = std::max(largest, std::fabs(static_cast<double>(reference.data[i])));
+  }
+  EXPECT_GT(largest, 0.0);
+  EXPECT_LE(worst, 1e-5 * largest);
+}
+
+TEST(PluginKernels, ARefusedCallIsAnErrorWithTheKernelsMessage) {
+  const Runtime runtime = open_cpu();
+  const backplane::AttentionKernel sdpa =
+      runtime.attention_kernel(backplane::Device("cpu"), "sdpa");
+  const Tensor q({1, 4, 5, 16}), k({1, 2, 9, 16}), v({1, 2, 9, 8});
+  Tensor out({1, 4, 5, 16}, false);
+  try {
+    sdpa(args_for(q, k, v, out, false));
+    FAIL() << "a mismatched value head size was accepted";
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_forward/sdpa on cpu: "), std::string::npos)
+        << e.what();
+  }
+  bp_attention_args null_args = args_for(q, k, v, out, false);
+  null_args.query = nullptr;
+  EXPECT_THROW(sdpa(null_args), backplane::InvalidArgument);
+}
+
+TEST(PluginKernels, UnknownImplementationNamesWhatTheBackendOffers) {
+  const Runtime runtime = open_cpu();
+  try {
+    runtime.attention_kernel(backplane::Device("cpu"), "flash_attention_2");
+    FAIL();
+  } catch (const backplane::NotFound& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "no attention_forward kernel 'flash_attention_2' for cpu:0; its backend offers "
+              "sdpa, eager");
+  }
+}
+
+TEST(PluginKernels, ComputeCapabilityRequirement) {
+  backplane::KernelInfo fa2{"attention_forward",
+                            "flash_attention_2",
+                            "cuda",
+                            "cuda",
+                            backplane::ComputeCapability{8, 0},
+                            {"float16", "bfloat16"},
+                            256};
+  backplane::DeviceInfo t4;
+  t4.device = backplane::Device("cuda", 0);
+  t4.compute_capability = backplane::ComputeCapability{7, 5};
+  EXPECT_EQ(backplane::kernel_mismatch(fa2, t4),
+            "attention_forward/flash_attention_2 requires compute capability >= 8.0, but cuda:0 "
+            "has 7.5");
+  t4.compute_capability = backplane::ComputeCapability{9, 0};
+  EXPECT_EQ(backplane::kernel_mismatch(fa2, t4), "");
+  t4.device = backplane::Device("xpu", 0);
+  EXPECT_EQ(backplane::kernel_mismatch(fa2, t4),
+            "attention_forward/flash_attention_2 runs on cuda, not on xpu");
+}
+
+}  // namespace
