@@ -17,27 +17,15 @@
 #include <vector>
 
 #include "pci_scan.hpp"
+#include "plugin_alone.hpp"
 
 namespace {
 
 using backplane::LogLevel;
 
-struct Opened {
-  backplane::Runtime runtime;
-  std::vector<std::pair<LogLevel, std::string>> lines;
-};
-
 // A runtime that loads only the xpu plugin from the build tree.
-std::unique_ptr<Opened> open_xpu() {
-  auto lines = std::make_shared<std::vector<std::pair<LogLevel, std::string>>>();
-  backplane::RuntimeOptions options;
-  options.plugin_path = std::vector<std::filesystem::path>{XPU_MANIFEST};
-  options.log_level = LogLevel::kDebug;
-  options.log_sink = [lines](LogLevel level, const std::string& line) {
-    lines->emplace_back(level, line);
-  };
-  backplane::Runtime runtime = backplane::Runtime::open(options);
-  return std::make_unique<Opened>(Opened{std::move(runtime), *lines});
+std::unique_ptr<backplane::testing::PluginAlone> open_xpu() {
+  return backplane::testing::open_plugin_alone(XPU_MANIFEST);
 }
 
 // The reason this machine should give, or "" when it may have a usable Intel GPU.
