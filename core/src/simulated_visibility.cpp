@@ -8,12 +8,9 @@ namespace backplane::detail {
 namespace {
 
 int64_t int_property(const DeviceInfo& d, const char* name) {
-  for (const Property& p : d.properties) {
-    if (p.name == name && std::holds_alternative<int64_t>(p.value)) {
-      return std::get<int64_t>(p.value);
-    }
-  }
-  return 0;
+  const Property* p = d.property(name);
+  return p != nullptr && std::holds_alternative<int64_t>(p->value) ? std::get<int64_t>(p->value)
+                                                                   : 0;
 }
 
 PhysicalDevice physical_of(const DeviceInfo& d) {

@@ -31,15 +31,8 @@ void print_table(std::ostream& out, const std::vector<Row>& rows) {
   }
 }
 
-const backplane::Property* find_property(const backplane::DeviceInfo& d, const char* name) {
-  for (const auto& p : d.properties) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
-}
-
 std::string int_property(const backplane::DeviceInfo& d, const char* name) {
-  const backplane::Property* p = find_property(d, name);
+  const backplane::Property* p = d.property(name);
   if (p == nullptr || !std::holds_alternative<int64_t>(p->value)) return "";
   return std::to_string(std::get<int64_t>(p->value));
 }
@@ -52,7 +45,7 @@ std::string details(const backplane::DeviceInfo& d) {
     parts.push_back(cores + " cores, " + int_property(d, "threads") + " threads, " +
                     int_property(d, "numa_nodes") + " NUMA");
   }
-  if (const backplane::Property* simd = find_property(d, "simd")) {
+  if (const backplane::Property* simd = d.property("simd")) {
     if (const auto* list = std::get_if<std::vector<std::string>>(&simd->value);
         list && !list->empty()) {
       std::string joined;

@@ -51,14 +51,6 @@ class FakeDriver : public ::testing::Test {
     return backplane::Runtime::open(options);
   }
 
-  static const backplane::Property* property(const backplane::DeviceInfo& d,
-                                             const std::string& name) {
-    for (const backplane::Property& p : d.properties) {
-      if (p.name == name) return &p;
-    }
-    return nullptr;
-  }
-
   static std::string pci_note() {
     return backplane::backends::pci_presence_note(backplane::backends::kPciVendorNvidia, "NVIDIA");
   }
@@ -88,14 +80,14 @@ TEST_F(FakeDriver, DescribesEachDevice) {
                                 backplane::kCapFp8 | backplane::kCapFp64);
   EXPECT_EQ(h.physical_index, 1);  // NVML's order is the reverse of the fake driver's
   EXPECT_EQ(h.visibility_variable, "");
-  ASSERT_NE(property(h, "multiprocessors"), nullptr);
-  EXPECT_EQ(std::get<int64_t>(property(h, "multiprocessors")->value), 132);
-  EXPECT_EQ(std::get<int64_t>(property(h, "clock_mhz")->value), 1980);
-  EXPECT_EQ(std::get<int64_t>(property(h, "memory_bus_width")->value), 5120);
-  EXPECT_EQ(std::get<bool>(property(h, "ecc_enabled")->value), true);
-  EXPECT_EQ(std::get<std::string>(property(h, "driver_version")->value), "12.4");
-  EXPECT_EQ(property(h, "shared_memory_per_block_optin_bytes"), nullptr);  // not reported
-  EXPECT_EQ(property(h, "parent_uuid"), nullptr);
+  ASSERT_NE(h.property("multiprocessors"), nullptr);
+  EXPECT_EQ(std::get<int64_t>(h.property("multiprocessors")->value), 132);
+  EXPECT_EQ(std::get<int64_t>(h.property("clock_mhz")->value), 1980);
+  EXPECT_EQ(std::get<int64_t>(h.property("memory_bus_width")->value), 5120);
+  EXPECT_EQ(std::get<bool>(h.property("ecc_enabled")->value), true);
+  EXPECT_EQ(std::get<std::string>(h.property("driver_version")->value), "12.4");
+  EXPECT_EQ(h.property("shared_memory_per_block_optin_bytes"), nullptr);  // not reported
+  EXPECT_EQ(h.property("parent_uuid"), nullptr);
 
   const backplane::DeviceInfo& a = devices[1];
   EXPECT_EQ(a.device.str(), "cuda:1");
@@ -149,8 +141,8 @@ TEST_F(FakeDriver, MigInstanceGetsItsOwnUuidAndItsGpusIndex) {
   ASSERT_EQ(devices.size(), 2u);
   const backplane::DeviceInfo& mig = devices[1];
   EXPECT_EQ(mig.uuid, "MIG-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
-  ASSERT_NE(property(mig, "parent_uuid"), nullptr);
-  EXPECT_EQ(std::get<std::string>(property(mig, "parent_uuid")->value),
+  ASSERT_NE(mig.property("parent_uuid"), nullptr);
+  EXPECT_EQ(std::get<std::string>(mig.property("parent_uuid")->value),
             "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f");
   EXPECT_EQ(mig.physical_index, 0);
   const std::optional<backplane::MemoryInfo> m = runtime.memory_info(mig.device);

@@ -37,13 +37,6 @@ std::string kfd_note() {
                "container was started without it)";
 }
 
-const backplane::Property* property(const backplane::DeviceInfo& device, const std::string& name) {
-  for (const backplane::Property& p : device.properties) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
-}
-
 class RocmFakeRuntime : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,15 +95,15 @@ TEST_F(RocmFakeRuntime, DescribesEachGpu) {
   EXPECT_EQ(mi250.capabilities, backplane::kCapFp16 | backplane::kCapBf16 | backplane::kCapFp64);
   EXPECT_EQ(mi250.physical_index, 0);
   EXPECT_EQ(mi250.visibility_variable, "");
-  ASSERT_NE(property(mi250, "gcn_arch_name"), nullptr);
-  EXPECT_EQ(std::get<std::string>(property(mi250, "gcn_arch_name")->value),
+  ASSERT_NE(mi250.property("gcn_arch_name"), nullptr);
+  EXPECT_EQ(std::get<std::string>(mi250.property("gcn_arch_name")->value),
             "gfx90a:sramecc+:xnack-");
-  ASSERT_NE(property(mi250, "multiprocessor_count"), nullptr);
-  EXPECT_EQ(std::get<int64_t>(property(mi250, "multiprocessor_count")->value), 110);
-  ASSERT_NE(property(mi250, "clock_mhz"), nullptr);
-  EXPECT_EQ(std::get<int64_t>(property(mi250, "clock_mhz")->value), 1700);
-  ASSERT_NE(property(mi250, "warp_size"), nullptr);
-  EXPECT_EQ(std::get<int64_t>(property(mi250, "warp_size")->value), 64);
+  ASSERT_NE(mi250.property("multiprocessor_count"), nullptr);
+  EXPECT_EQ(std::get<int64_t>(mi250.property("multiprocessor_count")->value), 110);
+  ASSERT_NE(mi250.property("clock_mhz"), nullptr);
+  EXPECT_EQ(std::get<int64_t>(mi250.property("clock_mhz")->value), 1700);
+  ASSERT_NE(mi250.property("warp_size"), nullptr);
+  EXPECT_EQ(std::get<int64_t>(mi250.property("warp_size")->value), 64);
 
   const backplane::DeviceInfo& mi300 = devices[1];
   EXPECT_EQ(mi300.arch, "gfx942");

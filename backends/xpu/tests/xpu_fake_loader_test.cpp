@@ -24,9 +24,7 @@ backplane::Runtime open_xpu() {
 }
 
 int64_t int_property(const backplane::DeviceInfo& device, const std::string& name) {
-  for (const backplane::Property& p : device.properties) {
-    if (p.name == name) return std::get<int64_t>(p.value);
-  }
+  if (const backplane::Property* p = device.property(name)) return std::get<int64_t>(p->value);
   ADD_FAILURE() << "no property " << name;
   return -1;
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -59,6 +60,13 @@ struct DeviceInfo {
   std::string visibility_variable;  // what mapped physical_index to the index; empty: nothing
 
   bool has(Capability c) const { return (capabilities & c) != 0; }
+  // The property of that name, or nullptr.
+  const Property* property(std::string_view property_name) const {
+    for (const Property& p : properties) {
+      if (p.name == property_name) return &p;
+    }
+    return nullptr;
+  }
 };
 
 // One device type as provided by one plugin.
