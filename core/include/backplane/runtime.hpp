@@ -3,6 +3,7 @@
 // one snapshot; plugin libraries stay loaded until the last copy is destroyed.
 #pragma once
 
+#include <backplane/attention.hpp>
 #include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
 #include <backplane/kernels.hpp>
@@ -76,6 +77,15 @@ class BACKPLANE_API Runtime {
   // against the device. Throws NotFound naming what the backend has, or Unavailable with why
   // the kernel cannot run there.
   AttentionKernel attention_kernel(const Device& device, std::string_view implementation) const;
+
+  // attn_implementation for `device` (attention.hpp): resolve_attention over this snapshot's
+  // kernels, with the device types available here. nullopt asks for the default.
+  AttentionResolution resolve_attention(const Device& device,
+                                        std::optional<std::string_view> requested = std::nullopt,
+                                        const AttentionQuery& query = {}) const;
+  // The kernel a native resolution names, ready to call. Throws Unavailable naming the Hub repo
+  // for a Hub resolution: Hub kernels cannot be loaded yet.
+  AttentionKernel attention_kernel(const AttentionResolution& resolution) const;
 
   // Free and total memory now, asked from the plugin (ABI 1.1); nullopt when the plugin cannot
   // tell. Throws NotFound for an unknown device.
