@@ -270,6 +270,31 @@ AttentionKernel Runtime::attention_kernel(const Device& wanted,
                  "; its backend offers " + (offered.empty() ? std::string("none") : join(offered)));
 }
 
+AttentionResolution Runtime::resolve_attention(const Device& wanted,
+                                               std::optional<std::string_view> requested,
+                                               const AttentionQuery& query) const {
+  const DeviceInfo& info = device(wanted);
+  AttentionEnvironment env;
+  for (const BackendInfo& b : impl_->registry.backends) {
+    if (b.available && b.replaced_by.empty()) env.available_device_types.push_back(b.type);
+  }
+  env.dtype = query.dtype;
+  env.head_dim = query.head_dim;
+  env.model_class = query.model_class;
+  env.hub_installed = query.hub_installed;
+  return backplane::resolve_attention(info, kernels(), requested, env);
+}
+
+AttentionKernel Runtime::attention_kernel(const AttentionResolution& resolution) const {
+  if (resolution.source == AttentionResolution::Source::kHub || !resolution.kernel) {
+    throw Unavailable("attn_implementation \"" + resolution.implementation +
+                      "\" is served by the Hub kernel " +
+                      (resolution.hub ? resolution.hub->repo : resolution.implementation) +
+                      ", and backplane cannot load Hub kernels yet");
+  }
+  return attention_kernel(resolution.device, resolution.kernel->implementation);
+}
+
 std::optional<MemoryInfo> Runtime::memory_info(const Device& wanted) const {
   const DeviceInfo& info = device(wanted);
   const detail::LoadedPlugin* plugin = impl_->find_loaded(info.plugin);

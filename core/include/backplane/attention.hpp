@@ -58,6 +58,8 @@ struct AttentionEnvironment {
   std::optional<std::string> dtype;
   // The head dimension when known: a kernel with a max_head_dim must allow it.
   std::optional<int> head_dim;
+  // The model's class name for transformers' messages ("LlamaForCausalLM"); empty: "the model".
+  std::string model_class;
   // Whether the local kernel store holds this Hub kernel. Empty: nothing is installed.
   std::function<bool(const HubKernelId&)> hub_installed;
 };
@@ -101,6 +103,7 @@ BACKPLANE_API AttentionResolution resolve_attention(const DeviceInfo& device,
 struct AttentionQuery {
   std::optional<std::string> dtype;
   std::optional<int> head_dim;
+  std::string model_class;
   std::function<bool(const HubKernelId&)> hub_installed;  // empty: nothing installed
 };
 
