@@ -68,7 +68,7 @@ TEST(HwprobeJson, ListsTheInTreePlugins) {
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(mps, nullptr);
   EXPECT_EQ((*cpu)["status"], "loaded");
-  EXPECT_EQ((*cpu)["abi_version"], "1.3");
+  EXPECT_EQ((*cpu)["abi_version"], "1.4");
   EXPECT_TRUE((*cpu)["error"].is_null());
 
   const json* cpu_backend = find_by(j["backends"], "type", "cpu");

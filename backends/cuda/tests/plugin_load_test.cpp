@@ -56,7 +56,7 @@ TEST(CudaPlugin, LoadsAndRegistersTheCudaType) {
   const backplane::PluginInfo& plugin = runtime.plugins()[0];
   EXPECT_EQ(plugin.name, "cuda");
   EXPECT_EQ(plugin.status, backplane::PluginStatus::kLoaded) << plugin.error;
-  EXPECT_EQ(plugin.abi_version, "1.3");
+  EXPECT_EQ(plugin.abi_version, "1.4");
   EXPECT_EQ(plugin.version, "0.1.0");
 
   const backplane::BackendInfo* cuda = runtime.backend("cuda");

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_VERSION_MAJOR 1
-#define BP_ABI_VERSION_MINOR 3
+#define BP_ABI_VERSION_MINOR 4
 
 #if defined(_WIN32)
 #define BP_PLUGIN_EXPORT __declspec(dllexport)
@@ -224,6 +224,72 @@ typedef struct bp_attention_args {
   void* stream; /* the device's stream; NULL: the default one */
 } bp_attention_args;
 typedef bp_status* (*bp_attention_forward_fn)(void* context, const bp_attention_args* args);
+#define BP_ATTENTION_ARGS_SIZE_1_3 BP_STRUCT_SIZE(bp_attention_args, stream)
+
+/* ---- 1.4: layer ops ----
+ * The ops of the layers Hub kernels replace (RMSNorm, gated activations, rotary embedding), with
+ * attention_forward's conventions: DLPack tensors, strides in elements (NULL: compact
+ * row-major), byte_offset honoured, `stream` the device's stream (NULL: the default one). The
+ * last dim of every tensor must be contiguous (stride 1); the leading dims may have any strides.
+ * dtypes float32, bfloat16, float16 (all tensors of one call share one, except where said);
+ * the arithmetic is float32 and each result is rounded once to the output's dtype. */
+
+/* op "rms_norm": per row of `hidden` values, out = x * rsqrt(mean(x^2) + epsilon) * weight.
+ * input [..., hidden], weight [hidden], output the shape of input; output may be input itself
+ * (same data and strides: in place), no other overlap. With residual (the shape of input), the
+ * fused residual add first: residual = residual + input (rounded to the dtype, written in
+ * place), then out = rms_norm(residual) from the rounded sum; vLLM's fused_add_rms_norm(input,
+ * residual, weight, epsilon) is this with output = input. residual may overlap nothing else. */
+typedef struct bp_rms_norm_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* input;
+  const DLTensor* weight;
+  const DLTensor* residual; /* NULL: plain RMSNorm */
+  const DLTensor* output;
+  double epsilon; /* >= 0 */
+  void* stream;
+} bp_rms_norm_args;
+#define BP_RMS_NORM_ARGS_SIZE_1_4 BP_STRUCT_SIZE(bp_rms_norm_args, stream)
+typedef bp_status* (*bp_rms_norm_fn)(void* context, const bp_rms_norm_args* args);
+
+/* ops "silu_and_mul", "gelu_and_mul" (exact GELU, with erf) and "gelu_tanh_and_mul" (GELU's
+ * tanh approximation): input [..., 2 * d], output [..., d],
+ *   out = act(input[..., :d]) * input[..., d:]
+ * output must not overlap input. */
+typedef struct bp_gated_activation_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* input;
+  const DLTensor* output;
+  void* stream;
+} bp_gated_activation_args;
+#define BP_GATED_ACTIVATION_ARGS_SIZE_1_4 BP_STRUCT_SIZE(bp_gated_activation_args, stream)
+typedef bp_status* (*bp_gated_activation_fn)(void* context, const bp_gated_activation_args* args);
+
+/* op "rotary_embedding": rotates query and key in place by position-dependent angles. query
+ * [batch, heads_q, seq, head_dim], key [batch, heads_k, seq, head_dim] (a [batch, seq, heads,
+ * head_dim] tensor passes as a view with permuted strides); cos and sin [seq, rotary_dim / 2]
+ * or [batch, seq, rotary_dim / 2], float32 or query's dtype: cos(position * inv_freq[i]),
+ * i < rotary_dim / 2, not repeated. rotary_dim <= head_dim; dims from rotary_dim on are left
+ * as they are (partial rotary). For each pair (x1, x2), with c and s of its i:
+ *   x1' = x1 * c - x2 * s,   x2' = x2 * c + x1 * s
+ * where the pairs are (x[i], x[i + rotary_dim / 2]) in BP_ROTARY_NEOX style (rotate halves,
+ * transformers' apply_rotary_pos_emb) and (x[2i], x[2i + 1]) in BP_ROTARY_INTERLEAVED style
+ * (GPT-J). query and key may not overlap each other, cos or sin. */
+typedef enum bp_rotary_style { BP_ROTARY_NEOX = 0, BP_ROTARY_INTERLEAVED = 1 } bp_rotary_style;
+typedef struct bp_rotary_embedding_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* query;
+  const DLTensor* key; /* NULL: query only */
+  const DLTensor* cos;
+  const DLTensor* sin;
+  int32_t style; /* bp_rotary_style */
+  void* stream;
+} bp_rotary_embedding_args;
+#define BP_ROTARY_EMBEDDING_ARGS_SIZE_1_4 BP_STRUCT_SIZE(bp_rotary_embedding_args, stream)
+typedef bp_status* (*bp_rotary_embedding_fn)(void* context, const bp_rotary_embedding_args* args);
 
 /* Passed to init; valid only during init. Each call returns NULL or a status the plugin owns
  * (usually returned from init as it is). */
