@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#ifdef BACKPLANE_CUDA_ATTENTION
+#include "attention_kernels.hpp"
+#endif
 #include "discovery.hpp"
 #include "driver_api.hpp"
 #include "nvml_api.hpp"
@@ -84,6 +87,9 @@ class CudaPlugin {
           found.reason + backends::pci_presence_note(backends::kPciVendorNvidia, "NVIDIA");
     }
     registrar.add(cuda);
+#ifdef BACKPLANE_CUDA_ATTENTION
+    register_attention_kernels(registrar, &host_);
+#endif
 
     if (!found.available) {
       host_.info("cuda is unavailable: " + cuda.unavailable_reason);

@@ -1,0 +1,60 @@
+// GPU attention forward kernels (CUDA, and the same source built by hipcc for AMD GPUs), for
+// the cuda and rocm plugins. Semantics are those of <attention/attention.hpp> (shapes, GQA,
+// masks, bottom-right causal, zeros for fully masked rows, strides in elements); the tensors
+// live in device memory of one GPU and the work is queued on the caller's stream.
+//
+//   flash: FlashAttention-2 forward (tiled, online softmax, tensor-core MMA on NVIDIA sm_80+),
+//          bfloat16 and float16, head_dim and head_dim_v up to 256.
+//   eager: the plain reference, one thread block per query row, two passes over the keys (row
+//          maximum, then exp-sum and P V), float32, bfloat16 and float16, head dims up to 256.
+//
+// Nothing is allocated on the device; the call returns once the kernel is queued. The caller's
+// current device is restored before returning. Errors are returned, never thrown.
+#pragma once
+
+#include <attention/attention.hpp>
+
+#include <optional>
+#include <string>
+
+namespace backplane::attention::gpu {
+
+// Mirrors bp_status_code of the plugin ABI so the plugins convert one to one.
+enum class Code : int {
+  kOk = 0,
+  kInvalidArgument = 1,
+  kUnavailable = 4,
+  kInternal = 6,
+};
+
+struct Result {
+  Code code = Code::kOk;
+  std::string message;  // empty when ok
+  bool ok() const { return code == Code::kOk; }
+};
+
+// The largest head_dim and head_dim_v either kernel takes.
+inline constexpr int kMaxHeadDim = 256;
+
+enum class Kernel { kFlash, kEager };
+const char* kernel_name(Kernel kernel);  // "flash", "eager"
+
+struct Call {
+  bool causal = false;
+  std::optional<double> scale;  // default 1 / sqrt(head_dim)
+  Kernel kernel = Kernel::kFlash;
+  void* stream = nullptr;  // cudaStream_t / hipStream_t; null: the default stream
+};
+
+// Validates (host side, nothing touches the GPU), then queues the kernel. An empty problem
+// (batch, heads_q or seq_q zero) succeeds without touching the GPU.
+Result forward(const Tensors& tensors, const Call& call);
+
+// Whether the kernel handles the dtype and head dims of a valid call (sdpa uses flash when it
+// does, eager otherwise, as PyTorch's SDPA falls back to its math path).
+bool flash_supports(const Tensors& tensors);
+
+// The targets the kernels were compiled for ("sm_80 sm_90 compute_90", "gfx90a").
+const char* compiled_targets();
+
+}  // namespace backplane::attention::gpu
