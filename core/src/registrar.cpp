@@ -1,8 +1,11 @@
 #include "registrar.hpp"
 
 #include <backplane/device.hpp>
+#include <backplane/error.hpp>
+#include <backplane/kernel_mapping.hpp>
 
 #include <algorithm>
+#include <climits>
 
 #include "abi_struct.hpp"
 
@@ -206,6 +209,59 @@ bp_status* add_kernel(bp_registrar_context* context, const bp_kernel_desc* desc)
   return refuse(context, BP_INTERNAL, std::string("add_kernel: ") + e.what());
 }
 
+bp_status* add_layer_kernel(bp_registrar_context* context, const bp_layer_kernel_desc* desc) try {
+  bp_layer_kernel_desc d;
+  if (!read_abi_struct(desc, BP_LAYER_KERNEL_DESC_SIZE_1_4, d)) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  "add_layer_kernel: descriptor is NULL or smaller than ABI 1.4's (" +
+                      std::to_string(BP_LAYER_KERNEL_DESC_SIZE_1_4) + " bytes)");
+  }
+  KernelMappingEntry entry;
+  entry.layer = copy(d.layer);
+  entry.device_key = copy(d.device_key);
+  entry.source = context->manifest->name;
+  const std::string label = "layer kernel for '" + entry.layer + "' on '" + entry.device_key + "'";
+  const bool key_registered =
+      std::any_of(context->pending.backends.begin(), context->pending.backends.end(),
+                  [&](const BackendInfo& b) { return b.hub_key == entry.device_key; });
+  if (!key_registered) {
+    return refuse(context, BP_INVALID_ARGUMENT,
+                  label +
+                      ": the device key must be the Hub key of a device type this plugin "
+                      "registered first");
+  }
+  if (d.repo == nullptr || d.kernel_layer == nullptr) {
+    return refuse(context, BP_INVALID_ARGUMENT, label + ": repo and kernel_layer are required");
+  }
+  try {
+    entry.mode = KernelMode::from_bits(d.mode);
+    entry.kernel = LayerKernelRef::parse(copy(d.repo) + ":" + copy(d.kernel_layer));
+    if (d.revision != nullptr) entry.kernel.revision = copy(d.revision);
+    if (d.version > 0) entry.kernel.version = d.version;
+    if (d.min_capability >= 0 || d.max_capability >= 0) {
+      entry.capability = CapabilityRange{std::max(0, d.min_capability),
+                                         d.max_capability >= 0 ? d.max_capability : INT_MAX};
+    }
+    KernelMapping check;  // the mapping's own rules: names, ranges only on cuda and rocm
+    check.add(entry);
+  } catch (const InvalidArgument& e) {
+    return refuse(context, BP_INVALID_ARGUMENT, label + ": " + e.what());
+  }
+  for (const KernelMappingEntry& e : context->pending.layer_kernels) {
+    if (e.layer == entry.layer && e.device_key == entry.device_key && e.mode == entry.mode &&
+        e.capability.has_value() == entry.capability.has_value() &&
+        (!e.capability || (e.capability->min == entry.capability->min &&
+                           e.capability->max == entry.capability->max))) {
+      return refuse(context, BP_INVALID_ARGUMENT,
+                    label + " registered twice for mode " + entry.mode.str());
+    }
+  }
+  context->pending.layer_kernels.push_back(std::move(entry));
+  return nullptr;
+} catch (const std::exception& e) {
+  return refuse(context, BP_INTERNAL, std::string("add_layer_kernel: ") + e.what());
+}
+
 }  // namespace
 
 bool replaces(const BackendInfo& challenger, const BackendInfo& incumbent) {
@@ -284,6 +340,7 @@ bp_registrar make_registrar(bp_registrar_context* context) {
   registrar.add_device_type = &add_device_type;
   registrar.add_device = &add_device;
   registrar.add_kernel = &add_kernel;
+  registrar.add_layer_kernel = &add_layer_kernel;
   return registrar;
 }
 

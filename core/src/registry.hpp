@@ -2,6 +2,7 @@
 #pragma once
 
 #include <backplane/device_info.hpp>
+#include <backplane/kernel_mapping.hpp>
 #include <backplane/kernels.hpp>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ struct Registry {
   std::vector<BackendInfo> backends;
   std::vector<DeviceInfo> devices;
   std::vector<RegisteredKernel> kernels;
+  std::vector<KernelMappingEntry> layer_kernels;  // default substitutions, in load order
 
   // The active backend of a type (not replaced by another); nullptr when none.
   const BackendInfo* find_backend(const std::string& type) const {
@@ -46,6 +48,9 @@ struct Registry {
     }
     for (DeviceInfo& device : registered.devices) devices.push_back(std::move(device));
     for (RegisteredKernel& kernel : registered.kernels) kernels.push_back(std::move(kernel));
+    for (KernelMappingEntry& entry : registered.layer_kernels) {
+      layer_kernels.push_back(std::move(entry));
+    }
   }
 };
 

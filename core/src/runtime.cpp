@@ -247,6 +247,12 @@ std::vector<KernelInfo> Runtime::kernels() const {
   return out;
 }
 
+KernelMapping Runtime::default_kernel_mapping() const {
+  KernelMapping mapping;
+  for (const KernelMappingEntry& entry : impl_->registry.layer_kernels) mapping.add(entry);
+  return mapping;
+}
+
 AttentionKernel Runtime::attention_kernel(const Device& wanted,
                                           std::string_view implementation) const {
   const DeviceInfo& info = device(wanted);

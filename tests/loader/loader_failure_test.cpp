@@ -304,6 +304,32 @@ TEST_F(LoaderFailureTest, SdkRegisterAllThrows) {
   expect_good_loaded(*rt);
 }
 
+TEST_F(LoaderFailureTest, RefusedLayerKernelFailsThePluginAlone) {
+  const struct {
+    const char* variant;
+    const char* reason;
+  } cases[] = {
+      {"sdk_bad_layer_kernel_1",
+       "layer kernel for 'RMSNorm' on 'cuda': the device key must be the Hub key of a device "
+       "type this plugin registered first"},
+      {"sdk_bad_layer_kernel_2",
+       "layer kernel for 'RMSNorm' on 'fakeaccel': kernel mode "
+       "\"training|inference\": inference and training exclude"},
+      {"sdk_bad_layer_kernel_3", "a compute-capability range applies only to cuda and rocm"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.variant);
+    PluginFolder folder;
+    const std::string name = std::string("fake_") + c.variant;
+    folder.add_manifest(name, fake_library(c.variant), {"fakeaccel"});
+    const Runtime rt = folder.open();
+    const PluginInfo& info = plugin_named(rt, name);
+    EXPECT_EQ(info.status, PluginStatus::kFailed);
+    EXPECT_NE(info.error.find(c.reason), std::string::npos) << info.error;
+    EXPECT_TRUE(rt.default_kernel_mapping().entries().empty());
+  }
+}
+
 TEST_F(LoaderFailureTest, LibraryCallsItselfAnotherName) {
   dir.add_manifest("fake_wrong_name", fake_library("wrong_name"), {"fakeaccel"});
   add_good();

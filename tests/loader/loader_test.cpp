@@ -464,6 +464,23 @@ TEST_F(LoaderTest, SdkMemoryInfoExceptionBecomesNullopt) {
       << dir.log().dump();
 }
 
+TEST_F(LoaderTest, DefaultLayerKernelsReachTheMapping) {
+  dir.add_manifest("fake_sdk_layer_kernels", fake_library("sdk_layer_kernels"), {"fakeaccel"});
+  const Runtime rt = dir.open();
+  ASSERT_EQ(plugin_named(rt, "fake_sdk_layer_kernels").status, PluginStatus::kLoaded);
+  const backplane::KernelMapping mapping = rt.default_kernel_mapping();
+  ASSERT_EQ(mapping.entries().size(), 2u);
+  EXPECT_EQ(mapping.entries()[0].source, "fake_sdk_layer_kernels");
+  EXPECT_EQ(mapping.entries()[0].kernel.version, 1);
+  auto choice =
+      mapping.lookup("RMSNorm", "fakeaccel", std::nullopt, backplane::KernelMode::inference());
+  ASSERT_TRUE(choice.entry);
+  EXPECT_EQ(choice.entry->kernel.str(), "fake/norm:Fast");
+  choice = mapping.lookup("RMSNorm", "fakeaccel", std::nullopt, backplane::KernelMode::training());
+  ASSERT_TRUE(choice.entry);
+  EXPECT_EQ(choice.entry->kernel.str(), "fake/norm@v2:Slow");
+}
+
 // ---- Life cycle ----
 
 TEST_F(LoaderTest, CopiesShareTheSnapshotAndKeepPluginsLoaded) {

@@ -45,6 +45,11 @@ class BACKPLANE_API KernelMode {
   // (any order, any case). Throws InvalidArgument naming `text` and what is accepted.
   static KernelMode parse(std::string_view text);
 
+  // From the plugin ABI's bp_kernel_mode bits (the same values); throws InvalidArgument for a
+  // combination parse() would refuse.
+  static KernelMode from_bits(uint32_t bits);
+  uint32_t bits() const { return bits_; }
+
   bool is_fallback() const { return bits_ == kFallback; }
   bool is_training() const { return (bits_ & kTraining) != 0; }
   bool has_torch_compile() const { return (bits_ & kTorchCompile) != 0; }

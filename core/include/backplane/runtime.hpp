@@ -6,6 +6,7 @@
 #include <backplane/attention.hpp>
 #include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
+#include <backplane/kernel_mapping.hpp>
 #include <backplane/kernels.hpp>
 
 #include <filesystem>
@@ -73,6 +74,9 @@ class BACKPLANE_API Runtime {
 
   // Every kernel a loaded plugin registered (ABI 1.3).
   std::vector<KernelInfo> kernels() const;
+  // The plugins' default layer kernels (ABI 1.4), in load order: the mapping a user's
+  // KernelConfig extends or replaces (kernel_mapping.hpp).
+  KernelMapping default_kernel_mapping() const;
   // The attention_forward kernel `implementation` of the backend that serves `device`, checked
   // against the device. Throws NotFound naming what the backend has, or Unavailable with why
   // the kernel cannot run there.

@@ -65,6 +65,22 @@ KernelMode KernelMode::parse(std::string_view text) {
   return KernelMode(bits);
 }
 
+KernelMode KernelMode::from_bits(uint32_t bits) {
+  std::string text;
+  for (const auto& [bit, word] : {std::pair<uint32_t, const char*>{kFallback, "fallback"},
+                                  {kTraining, "training"},
+                                  {kInference, "inference"},
+                                  {kTorchCompile, "torch_compile"}}) {
+    if ((bits & bit) != 0) text += (text.empty() ? "" : "|") + std::string(word);
+  }
+  if (bits == 0 || (bits & ~uint32_t{0xF}) != 0) {
+    throw InvalidArgument("kernel mode bits " + std::to_string(bits) +
+                          ": not a combination of fallback (1), training (2), inference (4) "
+                          "and torch_compile (8)");
+  }
+  return parse(text);
+}
+
 std::string KernelMode::str() const {
   if (is_fallback()) return "fallback";
   std::string out = is_training() ? "training" : "inference";

@@ -291,6 +291,33 @@ typedef struct bp_rotary_embedding_args {
 #define BP_ROTARY_EMBEDDING_ARGS_SIZE_1_4 BP_STRUCT_SIZE(bp_rotary_embedding_args, stream)
 typedef bp_status* (*bp_rotary_embedding_fn)(void* context, const bp_rotary_embedding_args* args);
 
+/* ---- 1.4: default layer kernels ----
+ * A plugin's default Hub-kernel substitution (spec §7, the kernels library's kernel mapping):
+ * on devices whose Hub key is `device_key`, the model layer `layer` ("RMSNorm") may be replaced
+ * by the layer `kernel_layer` of the Hub repo `repo` ("org/repo") in the modes of `mode`. A user's
+ * mapping (KernelConfig) overrides these. */
+typedef enum bp_kernel_mode {
+  BP_KERNEL_MODE_FALLBACK = 1u << 0, /* alone: used when no other mode matches */
+  BP_KERNEL_MODE_TRAINING = 1u << 1,
+  BP_KERNEL_MODE_INFERENCE = 1u << 2,
+  BP_KERNEL_MODE_TORCH_COMPILE = 1u << 3 /* with TRAINING or INFERENCE */
+} bp_kernel_mode;
+
+typedef struct bp_layer_kernel_desc {
+  size_t struct_size;
+  void* extension;
+  const char* layer;        /* the model layer's name: "RMSNorm", "SiluAndMul" */
+  const char* device_key;   /* the Hub key of a device type this plugin registered */
+  uint32_t mode;            /* bp_kernel_mode bits */
+  int32_t min_capability;   /* cuda and rocm: major * 10 + minor; -1: no minimum */
+  int32_t max_capability;   /* -1: no maximum */
+  const char* repo;         /* "org/repo" */
+  const char* kernel_layer; /* the layer's name in the repo */
+  const char* revision;     /* NULL: the repo's default */
+  int32_t version;          /* the kernel version; 0: none */
+} bp_layer_kernel_desc;
+#define BP_LAYER_KERNEL_DESC_SIZE_1_4 BP_STRUCT_SIZE(bp_layer_kernel_desc, version)
+
 /* Passed to init; valid only during init. Each call returns NULL or a status the plugin owns
  * (usually returned from init as it is). */
 typedef struct bp_registrar {
@@ -301,6 +328,8 @@ typedef struct bp_registrar {
   bp_status* (*add_device)(bp_registrar_context* context, const bp_device_desc* desc);
   /* ---- 1.3 ---- */
   bp_status* (*add_kernel)(bp_registrar_context* context, const bp_kernel_desc* desc);
+  /* ---- 1.4 ---- */
+  bp_status* (*add_layer_kernel)(bp_registrar_context* context, const bp_layer_kernel_desc* desc);
 } bp_registrar;
 #define BP_REGISTRAR_SIZE_1_0 BP_STRUCT_SIZE(bp_registrar, add_device)
 

@@ -115,6 +115,19 @@ struct KernelSpec {
   void* context = nullptr;
 };
 
+// A default layer kernel (ABI 1.4): see bp_layer_kernel_desc.
+struct LayerKernelSpec {
+  std::string layer;       // "RMSNorm"
+  std::string device_key;  // the Hub key of a device type this plugin registered
+  uint32_t mode = BP_KERNEL_MODE_FALLBACK;
+  int min_capability = -1;  // cuda and rocm: major * 10 + minor; -1: no minimum
+  int max_capability = -1;  // -1: no maximum
+  std::string repo;         // "org/repo"
+  std::string kernel_layer;
+  std::string revision;  // empty: the repo's default
+  int version = 0;       // 0: none
+};
+
 namespace detail {
 inline const char* c_str_or_null(const std::string& s) {
   return s.empty() ? nullptr : s.c_str();
@@ -156,6 +169,31 @@ class Registrar {
     desc.function = spec.function;
     desc.context = spec.context;
     check(registrar_->add_kernel(registrar_->context, &desc));
+    return true;
+  }
+
+  // Whether the host takes default layer kernels (ABI 1.4 and later).
+  bool accepts_layer_kernels() const {
+    return registrar_->struct_size >= BP_STRUCT_SIZE(bp_registrar, add_layer_kernel) &&
+           registrar_->add_layer_kernel != nullptr;
+  }
+
+  // Registers a default layer kernel; false (and nothing registered) when the host is older
+  // than ABI 1.4.
+  bool add(const LayerKernelSpec& spec) const {
+    if (!accepts_layer_kernels()) return false;
+    bp_layer_kernel_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.layer = spec.layer.c_str();
+    desc.device_key = spec.device_key.c_str();
+    desc.mode = spec.mode;
+    desc.min_capability = spec.min_capability;
+    desc.max_capability = spec.max_capability;
+    desc.repo = spec.repo.c_str();
+    desc.kernel_layer = spec.kernel_layer.c_str();
+    desc.revision = detail::c_str_or_null(spec.revision);
+    desc.version = spec.version;
+    check(registrar_->add_layer_kernel(registrar_->context, &desc));
     return true;
   }
 
