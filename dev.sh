@@ -14,6 +14,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev
   libhwloc-dev libcpu-features-dev libze-dev libamdhip64-dev libhwy-dev libdlpack-dev
+  libssl-dev libarchive-dev
 )
 # And the tests: GoogleTest, Google Benchmark, LibTorch with gloo for the distributed run, and
 # Python for the oracles (torch, transformers, accelerate: tests/python/venv.sh).

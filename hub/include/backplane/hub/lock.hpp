@@ -1,0 +1,64 @@
+// kernels.lock: the revision of each kernel repository a project uses and, per build variant,
+// a SHA-256 over its files, so that loading a package can prove it is the one that was locked.
+// The digest's canonical form and the file's format are in hub/README.md ("kernels.lock").
+#pragma once
+
+#include <backplane/export.hpp>
+#include <backplane/hub/repo_id.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane::hub {
+
+inline constexpr int kLockFormat = 1;
+
+struct FileDigest {
+  std::string path;  // relative to the variant folder, '/' separators
+  uint64_t size = 0;
+  std::string sha256;  // "sha256:" + 64 lowercase hex digits, of the content
+};
+
+struct VariantDigest {
+  std::string sha256;             // "sha256:<hex>" over the canonical form of all files
+  std::vector<FileDigest> files;  // sorted by path
+};
+
+// Hashes every regular file under `variant_folder` (OpenSSL EVP SHA-256). A symbolic link or a
+// special file throws InvalidArgument naming it.
+BACKPLANE_API VariantDigest digest_variant(const std::filesystem::path& variant_folder);
+
+struct LockedVariant {
+  std::string sha256;                        // the variant digest
+  std::map<std::string, std::string> files;  // path -> "sha256:<hex>"
+};
+
+struct LockedRepo {
+  std::string revision;
+  std::map<std::string, LockedVariant> variants;  // by variant name
+};
+
+struct BACKPLANE_API LockFile {
+  std::map<std::string, LockedRepo> repos;  // by "org/repo"
+
+  const LockedRepo* find(const RepoId& repo) const;
+  // Throws InvalidArgument naming `source` (the file) and the field.
+  static LockFile parse(std::string_view text, const std::string& source);
+  static LockFile read(const std::filesystem::path& file);
+  std::string dump() const;  // JSON text, keys sorted, one field per line
+};
+
+// The differences between a locked variant and the files there now, one line each, naming the
+// file: "lib/libfoo.so: content differs (locked sha256:..., found sha256:...)", "x: not in the
+// lock", "y: missing". Empty when they match.
+BACKPLANE_API std::vector<std::string> lock_differences(const LockedVariant& locked,
+                                                        const VariantDigest& found);
+
+// A LockedVariant from a digest.
+BACKPLANE_API LockedVariant to_locked(const VariantDigest& digest);
+
+}  // namespace backplane::hub

@@ -1,0 +1,127 @@
+// The local kernel store: installed kernel packages by repository and revision, plus the
+// repositories BACKPLANE_LOCAL_KERNELS points at folders for development. Offline by design:
+// packages come from a folder or an archive the user already has. Layout (hub/README.md,
+// "The store"):
+//   <root>/<org>/<repo>/<revision>/build/<variant>/{metadata.json, <library>, ...}
+//   <root>/.staging/   where installs unpack before the rename that makes them visible
+#pragma once
+
+#include <backplane/export.hpp>
+#include <backplane/hub/lock.hpp>
+#include <backplane/hub/package.hpp>
+#include <backplane/hub/repo_id.hpp>
+#include <backplane/hub/trust.hpp>
+#include <backplane/hub/variant.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane::hub {
+
+// BACKPLANE_HUB_CACHE, else $XDG_CACHE_HOME/backplane/hub, else ~/.cache/backplane/hub
+// (secure_getenv; a relative BACKPLANE_HUB_CACHE or XDG_CACHE_HOME is refused/ignored as the
+// XDG rules say). Throws InvalidArgument naming the variable for a relative
+// BACKPLANE_HUB_CACHE, and when no home is known.
+BACKPLANE_API std::filesystem::path default_store_root();
+
+// BACKPLANE_LOCAL_KERNELS="org/repo=/path:org2/repo2=/path2": repositories served from a local
+// folder (holding build/<variant>/) instead of the store, like the `kernels` library's
+// LOCAL_KERNELS. Paths must be absolute and cannot contain ':'.
+struct BACKPLANE_API LocalKernels {
+  std::map<std::string, std::filesystem::path> repos;  // by "org/repo"
+
+  // Throws InvalidArgument naming `source` (the variable), the item and the accepted form.
+  static LocalKernels parse(std::string_view value, std::string_view source);
+  static LocalKernels from_environment();  // empty when the variable is unset
+};
+
+// The revision a local folder is reported at.
+inline constexpr const char* kLocalRevision = "local";
+
+struct InstalledPackage {
+  RepoId repo;
+  std::string revision;               // kLocalRevision for a local folder
+  std::filesystem::path folder;       // holds build/
+  std::vector<std::string> variants;  // folder names under build/, sorted
+  bool local = false;                 // from BACKPLANE_LOCAL_KERNELS
+};
+
+struct InstallOptions {
+  std::optional<std::string> revision;  // default: kDefaultRevision
+  bool replace = false;                 // replace an installed revision of the same repo
+};
+
+struct LoadOptions {
+  std::optional<std::string> revision;  // default: Store::default_revision
+  const LockFile* lock = nullptr;       // the project's kernels.lock; nullptr: none
+  std::string lock_source;              // its file name, for messages
+  TrustPolicy trust;                    // for repos the lock does not list
+  PackageLoadOptions package;
+};
+
+// A variant resolved for a system, before loading.
+struct ResolvedVariant {
+  InstalledPackage package;
+  VariantResolution resolution;
+  std::optional<std::string> variant;  // the chosen one; none: nothing fits
+};
+
+class BACKPLANE_API Store {
+ public:
+  explicit Store(std::filesystem::path root, LocalKernels local = {});
+  // default_store_root() and LocalKernels::from_environment().
+  static Store from_environment();
+
+  const std::filesystem::path& root() const { return root_; }
+  const LocalKernels& local() const { return local_; }
+  std::filesystem::path folder(const RepoId& repo, const std::string& revision) const;
+
+  // Installs a package from a folder or an archive holding build/<variant>/ (at the top, or in
+  // one top-level folder). Every variant is checked first (name, metadata.json, library
+  // present, one repo_id for all); the package is unpacked or copied into a staging folder in
+  // the store and renamed into place, so a failed install leaves nothing behind. Throws
+  // InvalidArgument for a bad package (naming the file), PackageError when the revision is
+  // already installed and `replace` is not set.
+  InstalledPackage install(const std::filesystem::path& folder_or_archive,
+                           const InstallOptions& options = {}) const;
+
+  // Every installed revision and every local folder, sorted by repo then revision.
+  std::vector<InstalledPackage> list() const;
+  // The installed revisions of one repo (its local folder only, when it has one).
+  std::vector<InstalledPackage> find(const RepoId& repo) const;
+  // The revision used when none is asked: a local folder's; else "main" when installed; else
+  // the only one installed. Throws NotFound (nothing installed, naming the store) or
+  // InvalidArgument (several, none "main": naming them).
+  InstalledPackage locate(const RepoId& repo, const std::optional<std::string>& revision) const;
+  bool installed(const RepoId& repo, const std::optional<std::string>& revision) const;
+
+  // Removes one revision, or every revision, of a repo; returns how many went. A local folder
+  // is never touched.
+  size_t remove(const RepoId& repo, const std::optional<std::string>& revision) const;
+
+  ResolvedVariant resolve(const RepoId& repo, const std::optional<std::string>& revision,
+                          const SystemFacts& system) const;
+
+  // Resolves the variant for `system` and loads it, if the lock or the trust policy allows:
+  //   - the repo is in the lock: the revision must be the locked one and the variant's files
+  //     must match its hashes (IntegrityError naming the lock, the package and the file);
+  //   - not in the lock: its publisher must be trusted (PackageError saying how to trust it);
+  //   - a local folder (BACKPLANE_LOCAL_KERNELS) is the user's own and loads unchecked.
+  // No fitting variant: NotFound with no_variant_message.
+  LoadedPackage load(const RepoId& repo, const SystemFacts& system,
+                     const LoadOptions& options = {}) const;
+
+ private:
+  std::filesystem::path root_;
+  LocalKernels local_;
+};
+
+// Checks the lock and trust rules for a package that is about to load; throws as Store::load.
+BACKPLANE_API void check_lock_and_trust(const InstalledPackage& package, const std::string& variant,
+                                        const LoadOptions& options);
+
+}  // namespace backplane::hub

@@ -1,0 +1,133 @@
+#include "files.hpp"
+
+#include <backplane/error.hpp>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace backplane::hub::detail {
+namespace fs = std::filesystem;
+
+bool is_small_number(std::string_view text) {
+  return !text.empty() && text.size() <= 9 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string read_small_file(const fs::path& file, uint64_t max_bytes) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (ec || !fs::is_regular_file(status)) {
+    throw InvalidArgument(file.string() + ": " +
+                          (ec ? ec.message() : std::string("not a regular file")));
+  }
+  const uintmax_t size = fs::file_size(file, ec);
+  if (ec) throw InvalidArgument(file.string() + ": " + ec.message());
+  if (size > max_bytes) {
+    throw InvalidArgument(file.string() + " is " + std::to_string(size) + " bytes; the limit is " +
+                          std::to_string(max_bytes));
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw InvalidArgument(file.string() + ": cannot be read");
+  return text.str();
+}
+
+void write_file_atomically(const fs::path& file, std::string_view text) {
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  std::string temp = (folder / ("." + file.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) {
+    throw Error("cannot write " + file.string() + ": " +
+                std::error_code(errno, std::generic_category()).message());
+  }
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  const bool ok = written == text.size() && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(temp.c_str(), file.c_str()) != 0) {
+    const std::string reason = std::error_code(errno, std::generic_category()).message();
+    ::unlink(temp.c_str());
+    throw Error("cannot write " + file.string() + ": " + reason);
+  }
+}
+
+std::vector<std::string> package_files(const fs::path& root) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+  if (ec) throw InvalidArgument(root.string() + ": " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw InvalidArgument(root.string() + ": " + ec.message());
+    const fs::file_status status = it->symlink_status(ec);
+    const std::string relative = it->path().lexically_relative(root).generic_string();
+    if (fs::is_symlink(status)) {
+      throw InvalidArgument(it->path().string() +
+                            ": a kernel package holds only regular files and folders; this is a "
+                            "symbolic link");
+    }
+    if (fs::is_directory(status)) continue;
+    if (!fs::is_regular_file(status)) {
+      throw InvalidArgument(it->path().string() +
+                            ": a kernel package holds only regular files and folders; this is a "
+                            "special file");
+    }
+    files.push_back(relative);
+  }
+  if (ec) throw InvalidArgument(root.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void copy_package_tree(const fs::path& from, const fs::path& to) {
+  for (const std::string& relative : package_files(from)) {
+    const fs::path target = to / relative;
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (!ec) fs::copy_file(from / relative, target, fs::copy_options::none, ec);
+    if (ec) {
+      throw Error("cannot copy " + (from / relative).string() + " into the store: " + ec.message());
+    }
+  }
+}
+
+std::vector<std::string> subfolders(const fs::path& folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_symlink(ec) && it->is_directory(ec)) names.push_back(it->path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+fs::path make_temp_folder(const fs::path& parent, const std::string& prefix) {
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw Error("cannot create " + parent.string() + ": " + ec.message());
+  std::string pattern = (parent / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw Error("cannot create a folder in " + parent.string() + ": " +
+                std::error_code(errno, std::generic_category()).message());
+  }
+  return pattern;
+}
+
+FolderGuard::~FolderGuard() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+}  // namespace backplane::hub::detail

@@ -1,0 +1,141 @@
+// Store::install: check a package, stage it inside the store, rename it into place.
+#include <backplane/error.hpp>
+#include <backplane/hub/archive.hpp>
+#include <backplane/hub/errors.hpp>
+#include <backplane/hub/metadata.hpp>
+#include <backplane/hub/store.hpp>
+
+#include <fcntl.h>
+#include <stdio.h>
+
+#include <system_error>
+
+#include "files.hpp"
+
+namespace backplane::hub {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The folder holding build/ in an unpacked archive: its top, or its one top-level folder.
+fs::path package_root(const fs::path& unpacked, const fs::path& archive) {
+  std::error_code ec;
+  if (fs::is_directory(unpacked / "build", ec)) return unpacked;
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(unpacked, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(it->path());
+  }
+  if (entries.size() == 1 && fs::is_directory(entries.front() / "build", ec)) {
+    return entries.front();
+  }
+  throw InvalidArgument(archive.string() +
+                        ": no build/ folder at the top of the archive or in its one top-level "
+                        "folder; a kernel package holds build/<variant>/");
+}
+
+// Checks every variant under `package`/build; returns the repo id they all name.
+RepoId check_package(const fs::path& package, const fs::path& shown_as) {
+  const fs::path build = package / "build";
+  std::error_code ec;
+  if (!fs::is_directory(build, ec)) {
+    throw InvalidArgument(shown_as.string() + ": no build/ folder; a kernel package holds " +
+                          "build/<variant>/ folders");
+  }
+  std::optional<RepoId> repo;
+  std::string first_variant;
+  size_t variants = 0;
+  for (fs::directory_iterator it(build, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename();
+    const fs::path shown = shown_as / "build" / name;
+    if (it->is_symlink(ec) || !it->is_directory(ec)) {
+      throw InvalidArgument(shown.string() + ": build/ holds only variant folders");
+    }
+    const BuildVariant variant = [&] {
+      try {
+        return BuildVariant::parse(name);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(shown.string() + ": " + e.what());
+      }
+    }();
+    detail::package_files(it->path());  // only regular files and folders
+    const PackageMetadata metadata = parse_metadata(
+        detail::read_small_file(it->path() / "metadata.json", 1 << 20), shown / "metadata.json");
+    check_metadata_fits(metadata, variant, shown / "metadata.json");
+    if (!fs::is_regular_file(it->path() / metadata.library, ec)) {
+      throw InvalidArgument((shown / "metadata.json").string() + ": library: " + metadata.library +
+                            " is not in " + shown.string());
+    }
+    const RepoId id = RepoId::parse(metadata.repo_id, (shown / "metadata.json").string());
+    if (repo && *repo != id) {
+      throw InvalidArgument((shown / "metadata.json").string() + ": repo_id: " + id.str() +
+                            ", but build/" + first_variant + "/metadata.json says " + repo->str() +
+                            "; one package is one repo");
+    }
+    if (!repo) first_variant = name;
+    repo = id;
+    ++variants;
+  }
+  if (ec) throw InvalidArgument(build.string() + ": " + ec.message());
+  if (variants == 0) throw InvalidArgument(shown_as.string() + ": build/ has no variant folders");
+  return *repo;
+}
+
+}  // namespace
+
+InstalledPackage Store::install(const fs::path& source, const InstallOptions& options) const {
+  const std::string revision = options.revision.value_or(kDefaultRevision);
+  check_revision(revision, "--revision");
+  std::error_code ec;
+  const bool is_folder = fs::is_directory(source, ec);
+  if (!is_folder && !is_archive(source)) {
+    throw InvalidArgument(source.string() + ": " +
+                          (fs::exists(source, ec) ? "neither a folder nor an archive libarchive "
+                                                    "reads (tar, tar.gz, zip, ...)"
+                                                  : "no such file or folder"));
+  }
+
+  // Everything happens in a staging folder on the store's file system; only the final rename
+  // makes the package visible, and the guard removes the staging folder whatever happens.
+  const fs::path staging = detail::make_temp_folder(root_ / ".staging", "install-");
+  detail::FolderGuard guard(staging);
+  const fs::path package = staging / "package";
+  fs::create_directory(package);
+  if (is_folder) {
+    check_package(source, source);  // clear errors before copying anything large
+    fs::create_directory(package / "build");
+    detail::copy_package_tree(source / "build", package / "build");
+  } else {
+    const fs::path unpacked = staging / "unpacked";
+    fs::create_directory(unpacked);
+    extract_archive(source, unpacked);
+    fs::rename(package_root(unpacked, source) / "build", package / "build");
+  }
+  // What is checked is what will be installed.
+  const RepoId repo = check_package(package, source);
+
+  const fs::path target = folder(repo, revision);
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) throw Error("cannot create " + target.parent_path().string() + ": " + ec.message());
+  if (fs::exists(target, ec)) {
+    if (!options.replace) {
+      throw PackageError(repo.str() + "@" + revision + " is already installed at " +
+                         target.string() + "; remove it first or replace it (--replace)");
+    }
+    // Swap in one step (renameat2 RENAME_EXCHANGE): readers see the old or the new package.
+    if (::renameat2(AT_FDCWD, package.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+      throw Error("cannot replace " + target.string() + ": " +
+                  std::error_code(errno, std::generic_category()).message());
+    }
+  } else if (::rename(package.c_str(), target.c_str()) != 0) {
+    const int error = errno;
+    if (error == EEXIST || error == ENOTEMPTY) {
+      throw PackageError(repo.str() + "@" + revision + " was installed meanwhile at " +
+                         target.string());
+    }
+    throw Error("cannot install into " + target.string() + ": " +
+                std::error_code(error, std::generic_category()).message());
+  }
+  return InstalledPackage{repo, revision, target, detail::subfolders(target / "build"), false};
+}
+
+}  // namespace backplane::hub

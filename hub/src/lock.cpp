@@ -1,0 +1,223 @@
+#include <backplane/error.hpp>
+#include <backplane/hub/lock.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <memory>
+#include <system_error>
+
+#include "files.hpp"
+
+namespace backplane::hub {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct DigestContextDeleter {
+  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+};
+
+// One SHA-256 computation (OpenSSL EVP).
+class Sha256 {
+ public:
+  Sha256() : context_(EVP_MD_CTX_new()) {
+    if (!context_ || EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) != 1) {
+      throw Error("OpenSSL cannot start a SHA-256 digest");
+    }
+  }
+  void update(const void* data, size_t size) {
+    if (size > 0 && EVP_DigestUpdate(context_.get(), data, size) != 1) {
+      throw Error("OpenSSL SHA-256 update failed");
+    }
+  }
+  void update(std::string_view text) { update(text.data(), text.size()); }
+  std::string finish() {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int size = 0;
+    if (EVP_DigestFinal_ex(context_.get(), digest.data(), &size) != 1) {
+      throw Error("OpenSSL SHA-256 final failed");
+    }
+    static const char* const hex = "0123456789abcdef";
+    std::string out = "sha256:";
+    for (unsigned int i = 0; i < size; ++i) {
+      out += hex[digest[i] >> 4];
+      out += hex[digest[i] & 15];
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, DigestContextDeleter> context_;
+};
+
+// Streams one file into both digests: the file's own (content only) and the variant's
+// (path NUL size NUL content; `path` already holds the path and its NUL).
+uint64_t hash_file(const fs::path& file, std::string path, Sha256& own, Sha256& variant) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat status {};
+  if (fd < 0 || ::fstat(fd, &status) != 0) {
+    const std::string reason = std::error_code(errno, std::generic_category()).message();
+    if (fd >= 0) ::close(fd);
+    throw InvalidArgument(file.string() + ": " + reason);
+  }
+  const auto size = static_cast<uint64_t>(status.st_size);
+  path += std::to_string(size);
+  path += '\0';
+  variant.update(path);
+  std::vector<char> buffer(1 << 16);
+  uint64_t read_bytes = 0;
+  while (true) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      const std::string reason = std::error_code(errno, std::generic_category()).message();
+      ::close(fd);
+      throw InvalidArgument(file.string() + ": " + reason);
+    }
+    if (n == 0) break;
+    own.update(buffer.data(), static_cast<size_t>(n));
+    variant.update(buffer.data(), static_cast<size_t>(n));
+    read_bytes += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (read_bytes != size) {
+    throw InvalidArgument(file.string() + ": changed while it was being hashed");
+  }
+  return size;
+}
+
+}  // namespace
+
+VariantDigest digest_variant(const fs::path& variant_folder) {
+  VariantDigest out;
+  Sha256 variant;
+  for (const std::string& relative : detail::package_files(variant_folder)) {
+    Sha256 own;
+    FileDigest file;
+    file.path = relative;
+    file.size = hash_file(variant_folder / relative, relative + '\0', own, variant);
+    file.sha256 = own.finish();
+    out.files.push_back(std::move(file));
+  }
+  out.sha256 = variant.finish();
+  return out;
+}
+
+const LockedRepo* LockFile::find(const RepoId& repo) const {
+  auto it = repos.find(repo.str());
+  return it == repos.end() ? nullptr : &it->second;
+}
+
+LockFile LockFile::parse(std::string_view text, const std::string& source) {
+  auto fail = [&](const std::string& field, const std::string& what) {
+    throw InvalidArgument(source + ": " + field + ": " + what);
+  };
+  auto is_hash = [](const json& v) {
+    if (!v.is_string()) return false;
+    const std::string s = v.get<std::string>();
+    return s.size() == 71 && s.rfind("sha256:", 0) == 0 &&
+           s.find_first_not_of("0123456789abcdef", 7) == std::string::npos;
+  };
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InvalidArgument(source + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) fail("the top level", "must be an object");
+  if (!root.contains("format") || root["format"] != kLockFormat) {
+    fail("format", "must be " + std::to_string(kLockFormat));
+  }
+  if (!root.contains("kernels") || !root["kernels"].is_object()) {
+    fail("kernels", "must be an object of \"org/repo\": {...}");
+  }
+  LockFile lock;
+  for (const auto& [repo, entry] : root["kernels"].items()) {
+    const std::string where = "kernels." + repo;
+    RepoId::parse(repo, source + ": kernels");
+    if (!entry.is_object()) fail(where, "must be an object");
+    LockedRepo locked;
+    if (!entry.contains("revision") || !entry["revision"].is_string()) {
+      fail(where + ".revision", "must be a string");
+    }
+    locked.revision = entry["revision"].get<std::string>();
+    check_revision(locked.revision, source + ": " + where + ".revision");
+    if (!entry.contains("variants") || !entry["variants"].is_object()) {
+      fail(where + ".variants", "must be an object of \"variant\": {...}");
+    }
+    for (const auto& [name, variant] : entry["variants"].items()) {
+      const std::string vwhere = where + ".variants." + name;
+      if (!variant.is_object()) fail(vwhere, "must be an object");
+      LockedVariant lv;
+      if (!variant.contains("hash") || !is_hash(variant["hash"])) {
+        fail(vwhere + ".hash", "must be \"sha256:\" and 64 lowercase hex digits");
+      }
+      lv.sha256 = variant["hash"].get<std::string>();
+      if (!variant.contains("files") || !variant["files"].is_object()) {
+        fail(vwhere + ".files", "must be an object of \"path\": \"sha256:...\"");
+      }
+      for (const auto& [path, hash] : variant["files"].items()) {
+        if (!is_hash(hash)) {
+          fail(vwhere + ".files." + path, "must be \"sha256:\" and 64 lowercase hex digits");
+        }
+        lv.files[path] = hash.get<std::string>();
+      }
+      locked.variants[name] = std::move(lv);
+    }
+    lock.repos[repo] = std::move(locked);
+  }
+  return lock;
+}
+
+LockFile LockFile::read(const fs::path& file) {
+  return parse(detail::read_small_file(file, 64u << 20), file.string());
+}
+
+std::string LockFile::dump() const {
+  json kernels = json::object();
+  for (const auto& [repo, locked] : repos) {
+    json variants = json::object();
+    for (const auto& [name, variant] : locked.variants) {
+      variants[name] = {{"hash", variant.sha256}, {"files", variant.files}};
+    }
+    kernels[repo] = {{"revision", locked.revision}, {"variants", variants}};
+  }
+  return json{{"format", kLockFormat}, {"kernels", kernels}}.dump(2) + "\n";
+}
+
+std::vector<std::string> lock_differences(const LockedVariant& locked, const VariantDigest& found) {
+  std::vector<std::string> out;
+  std::map<std::string, std::string> present;
+  for (const FileDigest& f : found.files) present[f.path] = f.sha256;
+  for (const auto& [path, hash] : locked.files) {
+    auto it = present.find(path);
+    if (it == present.end()) {
+      out.push_back(path + ": missing (locked " + hash + ")");
+    } else if (it->second != hash) {
+      out.push_back(path + ": content differs (locked " + hash + ", found " + it->second + ")");
+    }
+  }
+  for (const auto& [path, hash] : present) {
+    if (!locked.files.count(path)) out.push_back(path + ": not in the lock (found " + hash + ")");
+  }
+  if (out.empty() && locked.sha256 != found.sha256) {
+    out.push_back("the variant digest differs (locked " + locked.sha256 + ", found " +
+                  found.sha256 + ") although every file matches");
+  }
+  return out;
+}
+
+LockedVariant to_locked(const VariantDigest& digest) {
+  LockedVariant locked;
+  locked.sha256 = digest.sha256;
+  for (const FileDigest& f : digest.files) locked.files[f.path] = f.sha256;
+  return locked;
+}
+
+}  // namespace backplane::hub

@@ -1,0 +1,192 @@
+#include <backplane/error.hpp>
+#include <backplane/hub/errors.hpp>
+#include <backplane/hub/store.hpp>
+
+#include <algorithm>
+#include <system_error>
+
+#include "files.hpp"
+
+namespace backplane::hub {
+namespace fs = std::filesystem;
+
+namespace {
+
+InstalledPackage describe(const RepoId& repo, const std::string& revision, const fs::path& folder,
+                          bool local) {
+  return InstalledPackage{repo, revision, folder, detail::subfolders(folder / "build"), local};
+}
+
+std::string revisions_text(const std::vector<InstalledPackage>& found) {
+  std::string out;
+  for (const InstalledPackage& p : found) out += (out.empty() ? "" : ", ") + p.revision;
+  return out;
+}
+
+}  // namespace
+
+Store::Store(fs::path root, LocalKernels local)
+    : root_(std::move(root)), local_(std::move(local)) {}
+
+Store Store::from_environment() {
+  return Store(default_store_root(), LocalKernels::from_environment());
+}
+
+fs::path Store::folder(const RepoId& repo, const std::string& revision) const {
+  check_revision(revision, "revision");
+  return root_ / repo.org / repo.name / revision;
+}
+
+std::vector<InstalledPackage> Store::find(const RepoId& repo) const {
+  if (auto it = local_.repos.find(repo.str()); it != local_.repos.end()) {
+    return {describe(repo, kLocalRevision, it->second, true)};
+  }
+  std::vector<InstalledPackage> found;
+  for (const std::string& revision : detail::subfolders(root_ / repo.org / repo.name)) {
+    try {
+      check_revision(revision, "store");
+    } catch (const InvalidArgument&) {
+      continue;  // not something install made
+    }
+    found.push_back(describe(repo, revision, root_ / repo.org / repo.name / revision, false));
+  }
+  return found;
+}
+
+std::vector<InstalledPackage> Store::list() const {
+  std::vector<InstalledPackage> all;
+  for (const std::string& org : detail::subfolders(root_)) {
+    if (!RepoId::is_valid_part(org)) continue;  // .staging and strangers
+    for (const std::string& name : detail::subfolders(root_ / org)) {
+      if (!RepoId::is_valid_part(name)) continue;
+      const RepoId repo{org, name};
+      if (local_.repos.count(repo.str())) continue;  // listed below, as its local folder
+      for (InstalledPackage& p : find(repo)) all.push_back(std::move(p));
+    }
+  }
+  for (const auto& [id, path] : local_.repos) {
+    all.push_back(
+        describe(RepoId::parse(id, "BACKPLANE_LOCAL_KERNELS"), kLocalRevision, path, true));
+  }
+  std::sort(all.begin(), all.end(), [](const InstalledPackage& a, const InstalledPackage& b) {
+    return a.repo.str() != b.repo.str() ? a.repo.str() < b.repo.str() : a.revision < b.revision;
+  });
+  return all;
+}
+
+InstalledPackage Store::locate(const RepoId& repo,
+                               const std::optional<std::string>& revision) const {
+  const std::vector<InstalledPackage> found = find(repo);
+  if (!found.empty() && found.front().local) {
+    std::error_code ec;
+    if (!fs::is_directory(found.front().folder, ec)) {
+      throw NotFound("BACKPLANE_LOCAL_KERNELS points " + repo.str() + " at " +
+                     found.front().folder.string() + ", which is not a folder");
+    }
+    return found.front();
+  }
+  if (revision) check_revision(*revision, "revision");
+  if (found.empty()) {
+    throw NotFound(repo.str() + " is not installed in the kernel store " + root_.string() +
+                   " (kernel-hub install PATH_OR_ARCHIVE)");
+  }
+  const std::string wanted = revision ? *revision : std::string(kDefaultRevision);
+  for (const InstalledPackage& p : found) {
+    if (p.revision == wanted) return p;
+  }
+  if (revision) {
+    throw NotFound(repo.str() + " is not installed at revision " + *revision +
+                   "; installed: " + revisions_text(found));
+  }
+  if (found.size() == 1) return found.front();
+  throw InvalidArgument(repo.str() + " has several revisions installed (" + revisions_text(found) +
+                        ") and none is " + kDefaultRevision + "; name one");
+}
+
+bool Store::installed(const RepoId& repo, const std::optional<std::string>& revision) const {
+  try {
+    locate(repo, revision);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+size_t Store::remove(const RepoId& repo, const std::optional<std::string>& revision) const {
+  size_t removed = 0;
+  for (const InstalledPackage& p : find(repo)) {
+    if (p.local || (revision && p.revision != *revision)) continue;
+    // Rename out of sight first, so no reader sees a half-removed package.
+    const fs::path trash = detail::make_temp_folder(root_ / ".staging", "remove-");
+    detail::FolderGuard guard(trash);
+    std::error_code ec;
+    fs::rename(p.folder, trash / "package", ec);
+    if (ec) throw Error("cannot remove " + p.folder.string() + ": " + ec.message());
+    ++removed;
+  }
+  std::error_code ec;
+  fs::remove(root_ / repo.org / repo.name, ec);  // only when empty
+  fs::remove(root_ / repo.org, ec);
+  return removed;
+}
+
+ResolvedVariant Store::resolve(const RepoId& repo, const std::optional<std::string>& revision,
+                               const SystemFacts& system) const {
+  ResolvedVariant out{locate(repo, revision), {}, std::nullopt};
+  out.resolution = resolve_variants(out.package.variants, system);
+  if (const VariantDecision* chosen = out.resolution.chosen()) out.variant = chosen->variant;
+  return out;
+}
+
+void check_lock_and_trust(const InstalledPackage& package, const std::string& variant,
+                          const LoadOptions& options) {
+  const std::string id = package.repo.str();
+  if (package.local) return;  // the user's own folder
+  const LockedRepo* locked = options.lock != nullptr ? options.lock->find(package.repo) : nullptr;
+  const std::string lock_name = options.lock_source.empty() ? "kernels.lock" : options.lock_source;
+  if (locked == nullptr) {
+    if (options.trust.trusts(package.repo)) return;
+    throw PackageError(
+        "kernel package " + id + "@" + package.revision + " is not locked" +
+        (options.lock != nullptr ? " in " + lock_name : std::string()) +
+        " and its publisher is not trusted (trusted: " + options.trust.str() +
+        "); lock it (kernel-hub lock), trust it (BACKPLANE_TRUSTED_KERNELS=" + package.repo.org +
+        " or " + id + "), or allow every publisher (BACKPLANE_TRUSTED_KERNELS=*)");
+  }
+  if (locked->revision != package.revision) {
+    throw IntegrityError(lock_name + " locks " + id + " at revision " + locked->revision +
+                         ", but revision " + package.revision + " was asked for");
+  }
+  auto it = locked->variants.find(variant);
+  if (it == locked->variants.end()) {
+    throw IntegrityError(lock_name + " locks " + id + "@" + package.revision +
+                         " without the variant " + variant + " that this system needs");
+  }
+  const fs::path folder = package.folder / "build" / variant;
+  const std::vector<std::string> differences = lock_differences(it->second, digest_variant(folder));
+  if (!differences.empty()) {
+    throw IntegrityError(
+        "kernel package " + id + "@" + package.revision + " (" + variant + ") does not match " +
+        lock_name + ": " + folder.string() + "/" + differences.front() +
+        (differences.size() > 1 ? " (and " + std::to_string(differences.size() - 1) + " more)"
+                                : std::string()));
+  }
+}
+
+LoadedPackage Store::load(const RepoId& repo, const SystemFacts& system,
+                          const LoadOptions& options) const {
+  std::optional<std::string> revision = options.revision;
+  if (!revision && options.lock != nullptr && !local_.repos.count(repo.str())) {
+    if (const LockedRepo* locked = options.lock->find(repo)) revision = locked->revision;
+  }
+  const ResolvedVariant resolved = resolve(repo, revision, system);
+  if (!resolved.variant) {
+    throw NotFound(no_variant_message(repo.str(), resolved.package.revision, resolved.resolution));
+  }
+  check_lock_and_trust(resolved.package, *resolved.variant, options);
+  const PackageSource source{repo, resolved.package.revision, *resolved.variant,
+                             resolved.package.folder / "build" / *resolved.variant};
+  return load_package_variant(source, options.package);
+}
+
+}  // namespace backplane::hub

@@ -1,0 +1,61 @@
+// What every kernel-hub command shares: exit codes, the common options, argument parsing, the
+// store. Each command lives in its own <name>_command.cpp.
+#pragma once
+
+#include <backplane/hub.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kernel_hub {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // anything but bad input
+constexpr int kExitUsage = 2;    // bad usage or bad input; the message is on stderr
+
+// --json and --help: taken by every command.
+struct CommonOptions {
+  bool json = false;
+  bool help = false;
+};
+
+void add_common_options(boost::program_options::options_description& description,
+                        CommonOptions& common);
+
+// Parses a command's words (after its name) into `vm`; `positional` names the option that
+// collects the remaining words ("" for none). Throws boost::program_options::error.
+void parse_command_args(const std::vector<std::string>& args,
+                        const boost::program_options::options_description& description,
+                        const std::string& positional, boost::program_options::variables_map& vm);
+
+// "Usage: kernel-hub NAME ..." plus the options, on stdout.
+void print_command_help(const std::string& usage,
+                        const boost::program_options::options_description& description);
+
+// The store of BACKPLANE_HUB_CACHE (or the default) with BACKPLANE_LOCAL_KERNELS; lock and
+// verify use it without the local folders (a lock records installed packages).
+backplane::hub::Store open_store(bool with_local_kernels = true);
+
+// Exactly one positional word, or a usage error naming what was expected.
+std::string single_word(const boost::program_options::variables_map& vm, const char* what);
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+// The commands, in the order `kernel-hub --help` lists them.
+const std::vector<Command>& commands();
+
+int run_install(const std::vector<std::string>& args);
+int run_list(const std::vector<std::string>& args);
+int run_show(const std::vector<std::string>& args);
+int run_resolve(const std::vector<std::string>& args);
+int run_lock(const std::vector<std::string>& args);
+int run_verify(const std::vector<std::string>& args);
+int run_remove(const std::vector<std::string>& args);
+
+}  // namespace kernel_hub

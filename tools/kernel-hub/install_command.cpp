@@ -1,0 +1,54 @@
+// kernel-hub install PATH_OR_ARCHIVE [--revision R] [--replace]
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "command.hpp"
+
+namespace po = boost::program_options;
+
+namespace kernel_hub {
+
+int run_install(const std::vector<std::string>& args) {
+  CommonOptions common;
+  std::string revision;
+  bool replace = false;
+  po::options_description description("Options");
+  description.add_options()("revision", po::value(&revision)->value_name("R"),
+                            "the revision to install it as (default: main)")(
+      "replace", po::bool_switch(&replace), "replace that revision when it is installed");
+  add_common_options(description, common);
+  po::options_description all;
+  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
+  po::variables_map vm;
+  parse_command_args(args, all, "words", vm);
+  if (common.help) {
+    print_command_help(
+        "kernel-hub install PATH_OR_ARCHIVE [--revision R] [--replace] [--json]\n\n"
+        "A folder or an archive (tar, tar.gz, zip, ...) holding build/<variant>/ folders, each\n"
+        "with metadata.json and its library. Every variant is checked before anything is\n"
+        "installed; an archive entry that would land outside the package is refused.",
+        description);
+    return kExitOk;
+  }
+  const std::string source = single_word(vm, "PATH_OR_ARCHIVE");
+  backplane::hub::InstallOptions options;
+  if (!revision.empty()) options.revision = revision;
+  options.replace = replace;
+  const backplane::hub::InstalledPackage p = open_store().install(source, options);
+  if (common.json) {
+    std::cout << nlohmann::json{{"repo", p.repo.str()},
+                                {"revision", p.revision},
+                                {"folder", p.folder.string()},
+                                {"variants", p.variants}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << "installed " << p.repo.str() << "@" << p.revision << " into " << p.folder.string()
+              << "\n";
+    for (const std::string& v : p.variants) std::cout << "  " << v << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace kernel_hub

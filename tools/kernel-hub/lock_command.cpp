@@ -1,0 +1,110 @@
+// kernel-hub lock CONFIG [-o kernels.lock]
+// CONFIG (JSON): {"kernels": {"org/repo": "REVISION" | null, ...}}; null takes the revision
+// the store would use (main, or the only one installed).
+#include <backplane/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "command.hpp"
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace kernel_hub {
+namespace {
+
+std::map<std::string, std::optional<std::string>> read_config(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw backplane::InvalidArgument(file + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  json root;
+  try {
+    root = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    throw backplane::InvalidArgument(file + ": not valid JSON: " + e.what());
+  }
+  const std::string form = "; expected {\"kernels\": {\"org/repo\": \"REVISION\" or null, ...}}";
+  if (!root.is_object() || !root.contains("kernels") || !root["kernels"].is_object() ||
+      root["kernels"].empty()) {
+    throw backplane::InvalidArgument(file + ": kernels: missing or empty" + form);
+  }
+  std::map<std::string, std::optional<std::string>> repos;
+  for (const auto& [repo, revision] : root["kernels"].items()) {
+    backplane::hub::RepoId::parse(repo, file + ": kernels");
+    if (revision.is_null()) {
+      repos[repo] = std::nullopt;
+    } else if (revision.is_string()) {
+      backplane::hub::check_revision(revision.get<std::string>(), file + ": kernels." + repo);
+      repos[repo] = revision.get<std::string>();
+    } else {
+      throw backplane::InvalidArgument(file + ": kernels." + repo +
+                                       ": must be a revision string or null" + form);
+    }
+  }
+  return repos;
+}
+
+}  // namespace
+
+int run_lock(const std::vector<std::string>& args) {
+  CommonOptions common;
+  std::string output = "kernels.lock";
+  po::options_description description("Options");
+  description.add_options()("output,o", po::value(&output)->value_name("FILE"),
+                            "where to write the lock (default: kernels.lock)");
+  add_common_options(description, common);
+  po::options_description all;
+  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
+  po::variables_map vm;
+  parse_command_args(args, all, "words", vm);
+  if (common.help) {
+    print_command_help(
+        "kernel-hub lock CONFIG [-o FILE] [--json]\n\n"
+        "CONFIG is JSON: {\"kernels\": {\"org/repo\": \"REVISION\" or null, ...}}. Every variant\n"
+        "of each installed revision is hashed (local folders are not used: a lock records\n"
+        "installed packages).",
+        description);
+    return kExitOk;
+  }
+  const std::string config = single_word(vm, "CONFIG");
+  const backplane::hub::Store store = open_store(false);
+  backplane::hub::LockFile lock;
+  for (const auto& [id, revision] : read_config(config)) {
+    const auto repo = backplane::hub::RepoId::parse(id, config);
+    const backplane::hub::InstalledPackage p = store.locate(repo, revision);
+    backplane::hub::LockedRepo& locked = lock.repos[id];
+    locked.revision = p.revision;
+    for (const std::string& variant : p.variants) {
+      locked.variants[variant] =
+          backplane::hub::to_locked(backplane::hub::digest_variant(p.folder / "build" / variant));
+    }
+  }
+  const std::string text = lock.dump();
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw backplane::Error("cannot write " + output);
+  if (common.json) {
+    json repos = json::object();
+    for (const auto& [id, locked] : lock.repos) {
+      json variants = json::object();
+      for (const auto& [name, v] : locked.variants) variants[name] = v.sha256;
+      repos[id] = {{"revision", locked.revision}, {"variants", variants}};
+    }
+    std::cout << json{{"output", output}, {"kernels", repos}}.dump(2) << "\n";
+  } else {
+    for (const auto& [id, locked] : lock.repos) {
+      std::cout << "locked " << id << "@" << locked.revision << " (" << locked.variants.size()
+                << (locked.variants.size() == 1 ? " variant" : " variants") << ")\n";
+    }
+    std::cout << "wrote " << output << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace kernel_hub

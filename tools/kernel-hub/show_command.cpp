@@ -1,0 +1,124 @@
+// kernel-hub show org/repo [--json]
+#include <backplane/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "command.hpp"
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace kernel_hub {
+namespace {
+
+json function_json(const backplane::hub::PackageFunction& f) {
+  json j = {{"name", f.name}, {"op", f.op}, {"device_type", f.device_type}, {"dtypes", f.dtypes}};
+  j["min_compute_capability"] =
+      f.min_compute_capability ? json(f.min_compute_capability->str()) : json(nullptr);
+  j["max_head_dim"] = f.max_head_dim;
+  return j;
+}
+
+json variant_json(const backplane::hub::InstalledPackage& p, const std::string& variant) {
+  json j = {{"variant", variant}};
+  try {
+    const auto m = backplane::hub::read_metadata(p.folder / "build" / variant / "metadata.json");
+    json functions = json::array(), layers = json::array();
+    for (const auto& f : m.functions) functions.push_back(function_json(f));
+    for (const auto& l : m.layers) {
+      layers.push_back(
+          {{"name", l.name}, {"function", l.function}, {"has_backward", l.has_backward}});
+    }
+    j["version"] = m.version;
+    j["license"] = m.license;
+    j["abi_version"] = m.abi_version();
+    j["backend"] = m.backend;
+    j["backend_version"] = m.backend_version ? json(m.backend_version->str()) : json(nullptr);
+    j["archs"] = m.archs;
+    j["library"] = m.library;
+    j["functions"] = functions;
+    j["layers"] = layers;
+    j["error"] = nullptr;
+  } catch (const backplane::Error& e) {
+    j["error"] = e.what();
+  }
+  return j;
+}
+
+void print_variant(const json& v) {
+  std::cout << "  " << v["variant"].get<std::string>() << "\n";
+  if (!v["error"].is_null()) {
+    std::cout << "    error: " << v["error"].get<std::string>() << "\n";
+    return;
+  }
+  std::string archs;
+  for (const auto& a : v["archs"]) archs += " " + a.get<std::string>();
+  std::cout << "    version " << v["version"].get<std::string>() << ", license "
+            << v["license"].get<std::string>() << ", ABI " << v["abi_version"].get<std::string>()
+            << ", backend " << v["backend"].get<std::string>()
+            << (v["backend_version"].is_null() ? "" : " " + v["backend_version"].get<std::string>())
+            << ", archs" << (archs.empty() ? " (any)" : archs) << "\n";
+  for (const auto& f : v["functions"]) {
+    std::string dtypes;
+    for (const auto& d : f["dtypes"]) dtypes += " " + d.get<std::string>();
+    std::cout << "    function " << f["name"].get<std::string>() << ": "
+              << f["op"].get<std::string>() << " on " << f["device_type"].get<std::string>()
+              << (dtypes.empty() ? "" : ";" + dtypes)
+              << (f["min_compute_capability"].is_null()
+                      ? ""
+                      : "; compute capability >= " + f["min_compute_capability"].get<std::string>())
+              << "\n";
+  }
+  for (const auto& l : v["layers"]) {
+    std::cout << "    layer " << l["name"].get<std::string>() << " -> "
+              << l["function"].get<std::string>()
+              << (l["has_backward"].get<bool>() ? " (with backward)" : "") << "\n";
+  }
+}
+
+}  // namespace
+
+int run_show(const std::vector<std::string>& args) {
+  CommonOptions common;
+  po::options_description description("Options");
+  add_common_options(description, common);
+  po::options_description all;
+  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
+  po::variables_map vm;
+  parse_command_args(args, all, "words", vm);
+  if (common.help) {
+    print_command_help("kernel-hub show org/repo [--json]", description);
+    return kExitOk;
+  }
+  const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "show");
+  const backplane::hub::Store store = open_store();
+  const auto found = store.find(repo);
+  if (found.empty()) {
+    throw backplane::NotFound(repo.str() + " is not installed in the kernel store " +
+                              store.root().string());
+  }
+  json revisions = json::array();
+  for (const auto& p : found) {
+    json variants = json::array();
+    for (const std::string& v : p.variants) variants.push_back(variant_json(p, v));
+    revisions.push_back({{"revision", p.revision},
+                         {"folder", p.folder.string()},
+                         {"local", p.local},
+                         {"variants", variants}});
+  }
+  if (common.json) {
+    std::cout << json{{"repo", repo.str()}, {"revisions", revisions}}.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& r : revisions) {
+    std::cout << repo.str() << "@" << r["revision"].get<std::string>() << " ("
+              << r["folder"].get<std::string>() << (r["local"].get<bool>() ? ", local" : "")
+              << ")\n";
+    for (const auto& v : r["variants"]) print_variant(v);
+  }
+  return kExitOk;
+}
+
+}  // namespace kernel_hub
