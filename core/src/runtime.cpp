@@ -253,6 +253,17 @@ KernelMapping Runtime::default_kernel_mapping() const {
   return mapping;
 }
 
+HubDevice Runtime::hub_device(const Device& wanted) const {
+  const DeviceInfo& info = device(wanted);
+  HubDevice out;
+  const BackendInfo* owner = backend(info.device.type());
+  out.key = owner != nullptr ? owner->hub_key : info.device.type();
+  if (info.compute_capability) {
+    out.capability = info.compute_capability->major * 10 + info.compute_capability->minor;
+  }
+  return out;
+}
+
 AttentionKernel Runtime::attention_kernel(const Device& wanted,
                                           std::string_view implementation) const {
   const DeviceInfo& info = device(wanted);

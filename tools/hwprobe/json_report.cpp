@@ -103,6 +103,29 @@ json kernel_json(const backplane::KernelInfo& k) {
   };
 }
 
+json layer_kernels_json(const backplane::Runtime& runtime) {
+  const backplane::KernelMapping mapping = runtime.default_kernel_mapping();
+  const auto choice_json = [](const backplane::LayerKernelChoice& choice) -> json {
+    if (!choice.entry) return {{"kernel", nullptr}, {"reason", choice.reason}};
+    return {{"kernel", choice.entry->kernel.str()},
+            {"source", choice.entry->source},
+            {"matched_mode", choice.matched_mode->str()}};
+  };
+  json rows = json::array();
+  for (const auto& d : runtime.devices()) {
+    const backplane::HubDevice hub = runtime.hub_device(d.device);
+    for (const std::string& layer : mapping.layers()) {
+      rows.push_back({{"device", device_label(d.device)},
+                      {"layer", layer},
+                      {"inference",
+                       choice_json(mapping.lookup(layer, hub, backplane::KernelMode::inference()))},
+                      {"training", choice_json(mapping.lookup(
+                                       layer, hub, backplane::KernelMode::training()))}});
+    }
+  }
+  return rows;
+}
+
 json runtime_json(const backplane::Runtime& runtime) {
   json plugins = json::array(), backends = json::array(), devices = json::array(),
        kernels = json::array();
@@ -118,6 +141,7 @@ json runtime_json(const backplane::Runtime& runtime) {
       {"backends", backends},
       {"devices", devices},
       {"kernels", kernels},
+      {"layer_kernels", layer_kernels_json(runtime)},
   };
 }
 

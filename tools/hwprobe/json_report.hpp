@@ -11,7 +11,11 @@ nlohmann::json device_json(const backplane::DeviceInfo& device);
 nlohmann::json backend_json(const backplane::BackendInfo& backend);
 nlohmann::json plugin_json(const backplane::PluginInfo& plugin);
 nlohmann::json kernel_json(const backplane::KernelInfo& kernel);
-// {backplane_version, abi_version, plugins, backends, devices, kernels}
+// Per device and layer of the plugins' default kernel mapping, the Hub kernel that would replace
+// the layer in inference and in training mode: [{device, layer, inference, training}], each
+// mode {kernel, source, matched_mode} or {kernel: null, reason}.
+nlohmann::json layer_kernels_json(const backplane::Runtime& runtime);
+// {backplane_version, abi_version, plugins, backends, devices, kernels, layer_kernels}
 nlohmann::json runtime_json(const backplane::Runtime& runtime);
 // {search_path, plugins}
 nlohmann::json plugins_json(const backplane::Runtime& runtime);

@@ -113,6 +113,27 @@ void print_runtime(std::ostream& out, const backplane::Runtime& runtime) {
   if (runtime.kernels().empty()) kernels.push_back({"(none)", "", "", "", ""});
   print_table(out, kernels);
 
+  // Layers without a kernel on a device are left out; a device with none shows "-".
+  out << "\nLayer kernels (use_kernels defaults)\n";
+  std::vector<Row> layers{{"DEVICE", "LAYER", "INFERENCE", "TRAINING", "SOURCE"}};
+  for (const auto& row : layer_kernels_json(runtime)) {
+    const auto cell = [](const nlohmann::json& choice) {
+      return choice["kernel"].is_null() ? std::string("-") : choice["kernel"].get<std::string>();
+    };
+    const nlohmann::json& inference = row["inference"];
+    const nlohmann::json& training = row["training"];
+    if (inference["kernel"].is_null() && training["kernel"].is_null()) continue;
+    std::string source = inference.value("source", "");
+    const std::string training_source = training.value("source", "");
+    if (source.empty() || (!training_source.empty() && training_source != source)) {
+      source += (source.empty() ? "" : ", ") + training_source;
+    }
+    layers.push_back({row["device"].get<std::string>(), row["layer"].get<std::string>(),
+                      cell(inference), cell(training), source});
+  }
+  if (layers.size() == 1) layers.push_back({"(none)", "", "", "", ""});
+  print_table(out, layers);
+
   out << "\nPlugins\n";
   std::vector<Row> plugins{{"NAME", "VERSION", "ABI", "LIBRARY", "STATUS"}};
   for (const auto& p : runtime.plugins()) {

@@ -91,6 +91,12 @@ struct BACKPLANE_API CapabilityRange {
   std::string str() const;  // "80-89", "90+", "any"
 };
 
+// A device as layer-kernel lookup sees it (Runtime::hub_device gives it for a device).
+struct HubDevice {
+  std::string key;                // the backend's Hub key: "cuda", "rocm", "cpu", ...
+  std::optional<int> capability;  // compute capability as major * 10 + minor; none: none
+};
+
 struct KernelMappingEntry {
   std::string layer;       // "RMSNorm"
   std::string device_key;  // a Hub device key: "cuda", "rocm", "xpu", "npu", "mps", "cpu", ...
@@ -135,6 +141,11 @@ class BACKPLANE_API KernelMapping {
   LayerKernelChoice lookup(std::string_view layer, std::string_view device_key,
                            std::optional<int> capability, KernelMode mode,
                            const KernelFallbackPolicy& policy = {}) const;
+
+  LayerKernelChoice lookup(std::string_view layer, const HubDevice& device, KernelMode mode,
+                           const KernelFallbackPolicy& policy = {}) const {
+    return lookup(layer, device.key, device.capability, mode, policy);
+  }
 
   // The layer names with entries, in first-registration order.
   std::vector<std::string> layers() const;

@@ -77,6 +77,9 @@ class BACKPLANE_API Runtime {
   // The plugins' default layer kernels (ABI 1.4), in load order: the mapping a user's
   // KernelConfig extends or replaces (kernel_mapping.hpp).
   KernelMapping default_kernel_mapping() const;
+  // How `device` looks up layer kernels: its backend's Hub key and its compute capability.
+  // Throws as device() does.
+  HubDevice hub_device(const Device& device) const;
   // The attention_forward kernel `implementation` of the backend that serves `device`, checked
   // against the device. Throws NotFound naming what the backend has, or Unavailable with why
   // the kernel cannot run there.
