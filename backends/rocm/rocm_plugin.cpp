@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "amd_discovery.hpp"
+#ifdef BACKPLANE_ROCM_ATTENTION_ARCHS
+#include "attention_kernels.hpp"
+#endif
 #include "hip_api.hpp"
 #include "pci_scan.hpp"
 
@@ -83,6 +86,7 @@ class RocmPlugin {
       // the runtime cannot use are worth a warning.
       host_.log(on_bus.empty() ? BP_LOG_INFO : BP_LOG_WARN,
                 "rocm unavailable: " + rocm.unavailable_reason);
+      register_kernels(registrar, {"rocm"}, {});
       return;  // `hip` is closed here: nothing will be asked of it
     }
 
@@ -103,6 +107,9 @@ class RocmPlugin {
       }
     }
     device_count_ = static_cast<int>(found.gpus.size());
+    std::vector<std::string> archs;
+    for (const AmdGpu& gpu : found.gpus) archs.push_back(gpu.arch);
+    register_kernels(registrar, types_, std::move(archs));
     hip_ = std::move(hip);
     host_.debug(std::to_string(device_count_) + " AMD GPU(s) through " + kHipRuntimeSoname);
   }
@@ -126,6 +133,20 @@ class RocmPlugin {
   }
 
  private:
+  // The HIP attention kernels, when they were built; listed even where rocm is unavailable.
+  void register_kernels(sdk::Registrar& registrar, const std::vector<std::string>& types,
+                        std::vector<std::string> device_archs) {
+#ifdef BACKPLANE_ROCM_ATTENTION_ARCHS
+    attention_ = std::make_unique<AttentionKernels>(
+        host_, std::vector<std::string>{BACKPLANE_ROCM_ATTENTION_ARCHS}, std::move(device_archs));
+    attention_->register_all(registrar, types);
+#else
+    (void)registrar;
+    (void)types;
+    (void)device_archs;
+#endif
+  }
+
   bool knows(std::string_view type, int index) const {
     if (hip_ == nullptr || index < 0 || index >= device_count_) return false;
     for (const std::string& t : types_) {
@@ -144,6 +165,9 @@ class RocmPlugin {
   std::unique_ptr<HipRuntime> hip_;  // open while devices are registered; closed at shutdown
   std::vector<std::string> types_;
   int device_count_ = 0;
+#ifdef BACKPLANE_ROCM_ATTENTION_ARCHS
+  std::unique_ptr<AttentionKernels> attention_;  // the kernels' context, until shutdown
+#endif
 };
 
 }  // namespace

@@ -36,8 +36,8 @@ class FakeDriver : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : kFakeVariables) unsetenv(name);
-    primary_refs_ = fake_symbol<int (*)(int)>("libcuda.so.1", "fake_cuda_primary_refs");
-    if (primary_refs_ == nullptr) GTEST_SKIP() << "the fake libcuda.so.1 is not on LD_LIBRARY_PATH";
+    if (fake_symbol<int (*)(int)>("libcuda.so.1", "fake_cuda_primary_refs") == nullptr)
+      GTEST_SKIP() << "the fake libcuda.so.1 is not on LD_LIBRARY_PATH";
   }
   void TearDown() override {
     for (const char* name : kFakeVariables) unsetenv(name);
@@ -55,7 +55,17 @@ class FakeDriver : public ::testing::Test {
     return backplane::backends::pci_presence_note(backplane::backends::kPciVendorNvidia, "NVIDIA");
   }
 
-  int (*primary_refs_)(int) = nullptr;
+  // The fake's count of primary-context references to `device`. Looked up at each call, with
+  // the library held open for it: an address kept from an earlier lookup dangles if the library
+  // was unloaded and mapped again elsewhere in between.
+  static int primary_refs(int device) {
+    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return -1;
+    auto fn = reinterpret_cast<int (*)(int)>(dlsym(handle, "fake_cuda_primary_refs"));
+    const int refs = fn != nullptr ? fn(device) : -1;
+    dlclose(handle);
+    return refs;
+  }
 };
 
 TEST_F(FakeDriver, DescribesEachDevice) {
@@ -113,7 +123,7 @@ TEST_F(FakeDriver, FreeMemoryComesFromNvmlWithoutAContext) {
   ASSERT_TRUE(m0.has_value());
   EXPECT_EQ(m0->free_bytes, 3ull << 30);
   EXPECT_EQ(m0->total_bytes, 16ull << 30);  // the registered total, not NVML's
-  EXPECT_EQ(primary_refs_(0), 0);
+  EXPECT_EQ(primary_refs(0), 0);
 }
 
 TEST_F(FakeDriver, WithoutNvmlFreeMemoryComesFromThePrimaryContext) {
@@ -128,7 +138,7 @@ TEST_F(FakeDriver, WithoutNvmlFreeMemoryComesFromThePrimaryContext) {
   EXPECT_EQ(m1->total_bytes, 32ull << 30);
   EXPECT_EQ(m1->free_bytes, 8ull << 30);
   // Retained and released; pushed and popped.
-  EXPECT_EQ(primary_refs_(1), 0);
+  EXPECT_EQ(primary_refs(1), 0);
   auto depth = fake_symbol<int (*)()>("libcuda.so.1", "fake_cuda_context_depth");
   ASSERT_NE(depth, nullptr);
   EXPECT_EQ(depth(), 0);
@@ -215,8 +225,8 @@ TEST_F(FakeDriver, ClosingRuntimesUndoesEveryInit) {
     EXPECT_EQ(first.devices("cuda").size(), 2u);
   }
   EXPECT_EQ(nvml_inits(), 0);
-  EXPECT_EQ(primary_refs_(0), 0);
-  EXPECT_EQ(primary_refs_(1), 0);
+  EXPECT_EQ(primary_refs(0), 0);
+  EXPECT_EQ(primary_refs(1), 0);
   dlclose(nvml);
   EXPECT_EQ(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD), nullptr);
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);

@@ -4,6 +4,7 @@
  *   FAKE_CUDA_INIT_RESULT  what cuInit returns (default 0, CUDA_SUCCESS)
  *   FAKE_CUDA_DEVICES      device count (default 2)
  *   FAKE_CUDA_MIG          1: the last device is a MIG instance
+ *   FAKE_CUDA_LAST_CC      the last device's compute capability as digits (75: 7.5)
  * fake_cuda_primary_refs() lets a test check that primary contexts are released. */
 #include <pthread.h>
 #include <stddef.h>
@@ -153,6 +154,14 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
   return SUCCESS;
 }
 
+/* 90 for device 0, 86 for the others; FAKE_CUDA_LAST_CC (e.g. 75) for the last device. */
+static int fake_compute_capability(int device) {
+  if (device == fake_device_count() - 1 && getenv("FAKE_CUDA_LAST_CC") != NULL) {
+    return fake_env_int("FAKE_CUDA_LAST_CC", 86);
+  }
+  return device == 0 ? 90 : 86;
+}
+
 EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
   if (!valid(device)) return INVALID_DEVICE;
   switch (attribute) {
@@ -180,11 +189,11 @@ EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device)
     case 39:
       *value = 2048;
       return SUCCESS;
-    case 75:
-      *value = device == 0 ? 9 : 8;
+    case 75: /* compute capability major, then minor */
+      *value = fake_compute_capability(device) / 10;
       return SUCCESS;
     case 76:
-      *value = device == 0 ? 0 : 6;
+      *value = fake_compute_capability(device) % 10;
       return SUCCESS;
     case 97:
       return NOT_SUPPORTED; /* an attribute this driver does not report */
