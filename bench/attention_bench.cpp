@@ -3,6 +3,11 @@
 //   roofline/sgemm                        2048^3 float32 through at::mm_out (LibTorch's BLAS)
 //   attention/<case>/libtorch             at::scaled_dot_product_attention (its fused CPU kernel)
 //   attention/<case>/backplane            backplane::attention::forward, sdpa
+//   attention/decode_.../libtorch_folded  at::scaled_dot_product_attention with the query heads
+//                                         of a kv head folded into its rows (no enable_gqa):
+//                                         LibTorch's fastest way to decode with GQA
+//   attention/decode_.../backplane_torch  the sdpa kernel through backplane::torch::Attention
+//                                         and the cpu plugin (what the bridge adds, if anything)
 // All with the same thread count: BACKPLANE_BENCH_THREADS, default hardware_concurrency().
 // Each backplane benchmark reports its ratios as counters (against the latest libtorch and
 // roofline runs of this process); bench/attention_report.py recomputes them from medians.
@@ -28,6 +33,9 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
+#endif
+#ifdef BACKPLANE_BENCH_TORCH_BRIDGE
+#include <backplane/torch/attention.hpp>
 #endif
 
 namespace {
@@ -257,6 +265,70 @@ void AttentionLibTorch(benchmark::State& state, const AttnCase* c) {
   seconds()[std::string("attention/") + c->name + "/libtorch"] = timer.stop();
   add_size_counters(state, *c);
 }
+
+// Decoding with GQA: the heads_q / heads_kv query heads of each kv head become that head's rows,
+// q [batch, heads_kv, group * seq_q, head_dim] (a view of the same buffer when seq_q is 1), so
+// LibTorch runs plain multi-head attention on the un-repeated K and V.
+void AttentionLibTorchFolded(benchmark::State& state, const AttnCase* c) {
+  setup_threads();
+  Buffers& b = buffers(*c);
+  const auto opts = at::TensorOptions().dtype(c->bf16 ? at::kBFloat16 : at::kFloat);
+  const int64_t group = c->heads_q / c->heads_kv;
+  const at::Tensor q =
+      at::from_blob(b.q.data(), {c->batch, c->heads_kv, group * c->seq_q, c->head_dim}, opts);
+  const at::Tensor k = at::from_blob(b.k.data(), b.ks, opts);
+  const at::Tensor v = at::from_blob(b.v.data(), b.ks, opts);
+  LoopTimer timer(state);
+  timer.start();
+  for (auto _ : state) {
+    at::Tensor out = at::scaled_dot_product_attention(q, k, v);
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  seconds()[std::string("attention/") + c->name + "/libtorch_folded"] = timer.stop();
+  add_size_counters(state, *c);
+}
+#endif
+
+#ifdef BACKPLANE_BENCH_TORCH_BRIDGE
+// The cpu plugin has its own copy of the kernels and of their thread pool, which keeps its
+// default size (hardware_concurrency): measured only when that is the thread count of the run.
+void AttentionBackplaneTorch(benchmark::State& state, const AttnCase* c) {
+  const int threads = setup_threads();
+  if (static_cast<unsigned>(threads) != std::thread::hardware_concurrency()) {
+    state.SkipWithError(
+        "the cpu plugin's kernels run on hardware_concurrency() threads; "
+        "unset BACKPLANE_BENCH_THREADS to compare");
+    return;
+  }
+  static const backplane::Runtime runtime = [] {
+    backplane::RuntimeOptions options = backplane::RuntimeOptions::from_environment();
+    if (!options.only_plugins) options.only_plugins = std::vector<std::string>{"cpu"};
+    return backplane::Runtime::open(options);
+  }();
+  Buffers& b = buffers(*c);
+  const auto opts = at::TensorOptions().dtype(c->bf16 ? at::kBFloat16 : at::kFloat);
+  const at::Tensor q = at::from_blob(b.q.data(), b.qs, opts);
+  const at::Tensor k = at::from_blob(b.k.data(), b.ks, opts);
+  const at::Tensor v = at::from_blob(b.v.data(), b.ks, opts);
+  backplane::torch::AttentionArgs args;
+  args.causal = c->causal;
+  args.out = at::from_blob(b.out.data(), b.os, opts);  // as the direct call: no allocation
+  const backplane::torch::Attention attn(runtime, backplane::Device("cpu"), "sdpa");
+  LoopTimer timer(state);
+  timer.start();
+  for (auto _ : state) {
+    attn(q, k, v, args);
+    benchmark::ClobberMemory();
+  }
+  const double secs = timer.stop();
+  const std::string base = std::string("attention/") + c->name;
+  seconds()[base + "/backplane_torch"] = secs;
+  add_size_counters(state, *c);
+  auto& s = seconds();
+  if (s.count(base + "/backplane") && secs > 0) {
+    state.counters["time_vs_backplane"] = secs / s[base + "/backplane"];
+  }
+}
 #endif
 
 void AttentionBackplane(benchmark::State& state, const AttnCase* c) {
@@ -310,6 +382,17 @@ int register_attention() {
     benchmark::RegisterBenchmark((base + "/backplane").c_str(), AttentionBackplane, &c)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    if (c.kind != Kind::kDecode) continue;
+#ifdef BACKPLANE_BENCH_LIBTORCH
+    benchmark::RegisterBenchmark((base + "/libtorch_folded").c_str(), AttentionLibTorchFolded, &c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+#endif
+#ifdef BACKPLANE_BENCH_TORCH_BRIDGE
+    benchmark::RegisterBenchmark((base + "/backplane_torch").c_str(), AttentionBackplaneTorch, &c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+#endif
   }
   return 0;
 }

@@ -2,8 +2,8 @@
 # oracle venv (BACKPLANE_PYTHON, the python of tests/python/venv.sh), as one imported target.
 # find_package(Torch) is avoided: the wheel's config pulls in CUDA. Sources that include
 # LibTorch 2.x headers need C++20; the wheel's _GLIBCXX_USE_CXX11_ABI is propagated.
-# Sets BACKPLANE_LIBTORCH_CPU_FOUND. Included by tests/kernels and bench; when LibTorch is not
-# there, one configure message covers both.
+# Sets BACKPLANE_LIBTORCH_CPU_FOUND. Included by torch/, tests/kernels and bench; when it is not
+# there, one configure message covers them all.
 
 if(NOT DEFINED BACKPLANE_PYTHON)
   set(BACKPLANE_PYTHON "" CACHE FILEPATH

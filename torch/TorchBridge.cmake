@@ -1,0 +1,19 @@
+# backplane_add_torch_bridge(<name> LIBTORCH <target> CXX_STANDARD <17|20>): the bridge's static
+# library, compiled against one LibTorch. Used by torch/CMakeLists.txt and by the test project
+# that builds the bridge against a second LibTorch (tests/torch/system_libtorch); both provide
+# backplane::core and backplane_warnings.
+include_guard(GLOBAL)
+
+set(BACKPLANE_TORCH_BRIDGE_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+function(backplane_add_torch_bridge name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "LIBTORCH;CXX_STANDARD" "")
+  # Few sources on purpose: each one that includes LibTorch takes about a minute to compile.
+  add_library(${name} STATIC
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/attention.cpp
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/device.cpp
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/dlpack.cpp)
+  target_include_directories(${name} PUBLIC ${BACKPLANE_TORCH_BRIDGE_DIR}/include)
+  target_compile_features(${name} PUBLIC cxx_std_${arg_CXX_STANDARD})
+  target_link_libraries(${name} PUBLIC backplane::core ${arg_LIBTORCH} PRIVATE backplane_warnings)
+endfunction()
