@@ -347,7 +347,8 @@ INSTANTIATE_TEST_SUITE_P(
               "attention_forward kernel 'sdpa' for cpu"},
         Fails{"default_without_eager_either", Machine().on("cpu", "cpu").available({"cpu"}),
               std::nullopt, Kind::kUnavailable,
-              "attn_implementation \"eager\" cannot run on cpu:0: no plugin registers an "
+              "neither the default sdpa nor its fallback eager can run on cpu:0: no plugin "
+              "registers an attention_forward kernel 'sdpa' for cpu; no plugin registers an "
               "attention_forward kernel 'eager' for cpu"},
         Fails{"eager_of_another_device_type", cuda_box({8, 0}).on("mps", "mps"), "eager",
               Kind::kUnavailable,

@@ -3,6 +3,7 @@
 // plugin and requirements, transformers' warnings, or why it cannot run.
 #include <backplane/attention.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -104,6 +105,7 @@ int run_attention(const std::vector<std::string>& args) {
   std::string impl;
   std::string dtype;
   int head_dim = 0;
+  std::vector<std::string> hub_kernels;
   po::options_description description("Options");
   description.add_options()("device", po::value(&device_text)->value_name("DEVICE"),
                             "one device (\"cuda:1\", \"cpu\"); default: every device")(
@@ -112,14 +114,16 @@ int run_attention(const std::vector<std::string>& args) {
       "\"paged|\" variant or a Hub kernel org/repo[@revision][:function]; default: the "
       "default and every name")("dtype", po::value(&dtype)->value_name("DTYPE"),
                                 "the model's dtype: float16, bfloat16 or float32")(
-      "head-dim", po::value(&head_dim)->value_name("N"), "the model's head dimension");
+      "head-dim", po::value(&head_dim)->value_name("N"), "the model's head dimension")(
+      "with-hub-kernel", po::value(&hub_kernels)->value_name("REPO")->composing(),
+      "resolve as if the local kernel store held this Hub kernel (org/repo); repeatable");
   add_common_options(description, common);
   po::variables_map vm;
   parse_command_args(args, description, "", vm);
   if (common.help) {
     print_command_help(
         "hwprobe attention [--device DEVICE] [--impl NAME] [--dtype DTYPE] [--head-dim N] "
-        "[--json] [--sim NAME|FILE]",
+        "[--with-hub-kernel REPO]... [--json] [--sim NAME|FILE]",
         description);
     return kExitOk;
   }
@@ -139,6 +143,18 @@ int run_attention(const std::vector<std::string>& args) {
       return refuse("--head-dim must be positive, not " + std::to_string(head_dim));
     query.head_dim = head_dim;
   }
+  std::vector<std::string> store;
+  try {
+    for (const std::string& text : hub_kernels) {
+      store.push_back(backplane::HubKernelId::parse(text).repo);
+    }
+  } catch (const backplane::InvalidArgument& e) {
+    return refuse(std::string("--with-hub-kernel: ") + e.what());
+  }
+  // Until the local kernel store exists, what it holds is what the command line says.
+  query.hub_installed = [store](const backplane::HubKernelId& id) {
+    return std::find(store.begin(), store.end(), id.repo) != store.end();
+  };
 
   const backplane::Runtime runtime = open_runtime(common);
   std::vector<backplane::DeviceInfo> devices;
@@ -195,6 +211,7 @@ int run_attention(const std::vector<std::string>& args) {
   if (common.json) {
     OrderedJson out = {
         {"dtype", optional_json(query.dtype)},
+        {"hub_kernels", store},
         {"head_dim", query.head_dim ? OrderedJson(*query.head_dim) : OrderedJson(nullptr)},
         {"devices", json_devices}};
     std::cout << out.dump(2) << "\n";

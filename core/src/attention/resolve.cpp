@@ -297,11 +297,16 @@ AttentionResolution resolve_attention(const DeviceInfo& device,
     // The default: sdpa when it can run, else eager (get_correct_attn_implementation).
     const NativeLookup sdpa = find_native("sdpa", device, kernels, env);
     if (sdpa.runnable) return native(std::move(resolution), "sdpa", *sdpa.runnable);
+    const NativeLookup eager = find_native("eager", device, kernels, env);
+    if (!eager.runnable) {
+      throw Unavailable("neither the default sdpa nor its fallback eager can run on " +
+                        device.device.str() + ": " + sdpa.why_not + "; " + eager.why_not);
+    }
     resolution.notes.push_back("the default sdpa fell back to eager: " + sdpa.why_not);
-  } else if (applicable != "eager") {
-    return resolve_native_name(std::move(resolution), applicable, applicable, device, kernels, env);
+    return native(std::move(resolution), "eager", *eager.runnable);
   }
-  return resolve_native_name(std::move(resolution), "eager", "eager", device, kernels, env);
+  // eager, sdpa and flex_attention: an explicit request runs its own kernel or fails.
+  return resolve_native_name(std::move(resolution), applicable, applicable, device, kernels, env);
 }
 
 }  // namespace backplane
