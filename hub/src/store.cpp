@@ -1,5 +1,6 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
+#include <backplane/hub/metadata.hpp>
 #include <backplane/hub/store.hpp>
 
 #include <algorithm>
@@ -107,6 +108,24 @@ bool Store::installed(const RepoId& repo, const std::optional<std::string>& revi
   try {
     locate(repo, revision);
     return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+bool Store::installed(const HubKernelId& id) const {
+  try {
+    const InstalledPackage p = locate(RepoId::parse(id.repo, "HubKernelId"), id.revision);
+    if (!id.function) return true;
+    for (const std::string& variant : p.variants) {
+      try {
+        if (read_metadata(p.folder / "build" / variant / "metadata.json").function(*id.function)) {
+          return true;
+        }
+      } catch (const Error&) {  // an unreadable variant declares nothing
+      }
+    }
+    return false;
   } catch (const Error&) {
     return false;
   }

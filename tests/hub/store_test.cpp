@@ -64,6 +64,16 @@ TEST_F(StoreTest, InstallsAFolderByRepoAndRevision) {
   EXPECT_TRUE(store().installed(RepoId{"backplane", "scale"}, "main"));
   EXPECT_FALSE(store().installed(RepoId{"backplane", "scale"}, "v2"));
   EXPECT_FALSE(store().installed(RepoId{"backplane", "other"}, std::nullopt));
+  // The attention rules ask with a Hub kernel id.
+  const std::pair<const char*, bool> ids[] = {
+      {"backplane/scale", true},           {"backplane/scale@main", true},
+      {"backplane/scale:scale_f32", true}, {"backplane/scale@main:scale_f32", true},
+      {"backplane/scale@v2", false},       {"backplane/scale:other_function", false},
+      {"backplane/other", false},
+  };
+  for (const auto& [text, expected] : ids) {
+    EXPECT_EQ(store().installed(HubKernelId::parse(text)), expected) << text;
+  }
 }
 
 TEST_F(StoreTest, DefaultRevisionIsMainThenTheOnlyOne) {

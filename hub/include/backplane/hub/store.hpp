@@ -6,6 +6,7 @@
 //   <root>/.staging/   where installs unpack before the rename that makes them visible
 #pragma once
 
+#include <backplane/attention.hpp>
 #include <backplane/export.hpp>
 #include <backplane/hub/lock.hpp>
 #include <backplane/hub/package.hpp>
@@ -98,6 +99,10 @@ class BACKPLANE_API Store {
   // InvalidArgument (several, none "main": naming them).
   InstalledPackage locate(const RepoId& repo, const std::optional<std::string>& revision) const;
   bool installed(const RepoId& repo, const std::optional<std::string>& revision) const;
+  // For the attention rules (AttentionEnvironment::hub_installed): the repo is installed at the
+  // id's revision (or the default one) and, when the id names a function, the metadata of one
+  // of its variants declares it. False for a malformed repo id.
+  bool installed(const HubKernelId& id) const;
 
   // Removes one revision, or every revision, of a repo; returns how many went. A local folder
   // is never touched.
