@@ -5,12 +5,19 @@
 
 #include "platform.hpp"
 
-#if defined(BACKPLANE_GPU_AMD)
+#if defined(BACKPLANE_GPU_EMULATE)
+// The tests run the kernels on CPU threads: tests/gpu_emulator.hpp, included first, supplies
+// the CUDA names used here.
+#define BACKPLANE_DYNAMIC_SHARED(type, name) \
+  type* name = ::backplane::emulator::dynamic_shared<type>()
+#elif defined(BACKPLANE_GPU_AMD)
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
+#define BACKPLANE_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #else
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#define BACKPLANE_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
 #include <stdint.h>

@@ -4,7 +4,9 @@
 // exact (no rescaling) and nothing but a chunk of scores lives in shared memory. float32
 // arithmetic throughout; any dtype, head dims up to kMaxDim.
 #include "device_common.cuh"
+#if !defined(BACKPLANE_GPU_EMULATE)
 #include "launch.hpp"
+#endif
 
 namespace backplane::attention::gpu {
 namespace {
@@ -97,11 +99,13 @@ __global__ void __launch_bounds__(kThreads) eager_forward_kernel(Params p) {
 
 }  // namespace
 
+#if !defined(BACKPLANE_GPU_EMULATE)
 LaunchStatus launch_eager(const Params& params, GpuStream stream) {
   const dim3 grid(static_cast<unsigned>(params.seq_q), static_cast<unsigned>(params.heads_q),
                   static_cast<unsigned>(params.batch));
   eager_forward_kernel<<<grid, kThreads, 0, stream>>>(params);
   return gpuGetLastError();
 }
+#endif
 
 }  // namespace backplane::attention::gpu

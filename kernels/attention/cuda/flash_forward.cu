@@ -17,7 +17,9 @@
 // Head dims are padded to a bucket (64, 128 or 256) with zeros, so any head_dim and
 // head_dim_v up to 256 work; only the bucket is a template parameter.
 #include "device_common.cuh"
+#if !defined(BACKPLANE_GPU_EMULATE)
 #include "launch.hpp"
+#endif
 
 namespace backplane::attention::gpu {
 namespace {
@@ -58,7 +60,8 @@ __device__ __forceinline__ uint32_t pack(uint16_t lo, uint16_t hi) {
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
-#if !defined(BACKPLANE_GPU_AMD)
+#if !defined(BACKPLANE_GPU_AMD) && !defined(BACKPLANE_GPU_EMULATE)
+// (Under BACKPLANE_GPU_EMULATE the tests supply these five from PTX's definitions.)
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -232,7 +235,7 @@ template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(Params p) {
   constexpr int kKeys = Tile<D>::kKeys;
   constexpr int kKeyTiles = kKeys / 8;
-  extern __shared__ uint4 shared_raw[];
+  BACKPLANE_DYNAMIC_SHARED(uint4, shared_raw);
   uint16_t* sq = reinterpret_cast<uint16_t*>(shared_raw);
   uint16_t* sk = sq + Tile<D>::kQElements;
   uint16_t* sv = sk + kStages * Tile<D>::kKvElements;
@@ -378,6 +381,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(Params p) {
   }
 }
 
+#if !defined(BACKPLANE_GPU_EMULATE)
 template <class T, int D>
 LaunchStatus launch(const Params& p, GpuStream stream) {
   constexpr size_t kBytes = Tile<D>::kSharedBytes;
@@ -402,11 +406,14 @@ LaunchStatus launch_bucket(const Params& p, GpuStream stream) {
   return launch<T, 256>(p, stream);
 }
 
+#endif
 }  // namespace
 
+#if !defined(BACKPLANE_GPU_EMULATE)
 LaunchStatus launch_flash(const Params& params, GpuStream stream) {
   return params.dtype == ElementType::kBfloat16 ? launch_bucket<Bf16>(params, stream)
                                                 : launch_bucket<F16>(params, stream);
 }
+#endif
 
 }  // namespace backplane::attention::gpu
