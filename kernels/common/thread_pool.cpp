@@ -1,4 +1,6 @@
-#include "cpu/thread_pool.hpp"
+#include "common/thread_pool.hpp"
+
+#include "common/threads.hpp"
 
 #include <algorithm>
 
@@ -9,7 +11,7 @@
 #define BACKPLANE_PAUSE() std::this_thread::yield()
 #endif
 
-namespace backplane::attention::cpu {
+namespace backplane::kernels {
 namespace {
 
 thread_local bool t_inside_pool = false;
@@ -117,4 +119,16 @@ void ThreadPool::worker_main(int index, uint64_t seen) {
   }
 }
 
-}  // namespace backplane::attention::cpu
+}  // namespace backplane::kernels
+
+namespace backplane::kernels {
+
+void set_num_threads(int n) {
+  ThreadPool::global().set_threads(n);
+}
+
+int num_threads() {
+  return ThreadPool::global().threads();
+}
+
+}  // namespace backplane::kernels

@@ -1,0 +1,178 @@
+// The CPU gated activations: one pass over each row, act(a) * b a vector at a time; long rows
+// are cut into column chunks so that a few rows still keep every thread busy. Compiled once per
+// SIMD target (Highway foreach_target) and dispatched at runtime.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "activation/cpu/activation.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// foreach_target.h first: it re-includes this file once per target.
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <exception>
+#include <new>
+
+#include "activation/problem.hpp"
+#include "common/parallel.hpp"
+#include "common/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::activation {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using kernels::DType;
+using kernels::HWY_NAMESPACE::DF;
+using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::Tail;
+using kernels::HWY_NAMESPACE::VF;
+
+// x * sigmoid(y), with e = exp(-|y|) <= 1 so nothing overflows: sigmoid(y) is 1 / (1 + e) for
+// y >= 0 and e / (1 + e) below.
+HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
+  const VF e = hn::Exp(d, hn::Neg(hn::Abs(y)));
+  const VF num = hn::IfThenElse(hn::Lt(y, hn::Zero(d)), hn::Mul(x, e), x);
+  return hn::Div(num, hn::Add(hn::Set(d, 1.0f), e));
+}
+
+// x / 2 * (1 + erf(x / sqrt(2))) through erfc(z), z = |x| / sqrt(2), by the Chebyshev fit of
+// Press et al., Numerical Recipes (2nd ed.) 6.2, relative error < 1.2e-7 for every z >= 0:
+//   erfc(z) = t exp(-z^2 + P(t)),  t = 1 / (1 + z / 2)
+// then gelu = h for x < 0 and x - h for x >= 0, h = x / 2 * erfc(z): no cancellation on
+// either side.
+HWY_INLINE VF Gelu(DF d, VF x) {
+  const VF z = hn::Mul(hn::Abs(x), hn::Set(d, 0.70710678118654752f));
+  const VF t = hn::Div(hn::Set(d, 1.0f), hn::MulAdd(z, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
+  VF p = hn::Set(d, 0.17087277f);
+  p = hn::MulAdd(p, t, hn::Set(d, -0.82215223f));
+  p = hn::MulAdd(p, t, hn::Set(d, 1.48851587f));
+  p = hn::MulAdd(p, t, hn::Set(d, -1.13520398f));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.27886807f));
+  p = hn::MulAdd(p, t, hn::Set(d, -0.18628806f));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.09678418f));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.37409196f));
+  p = hn::MulAdd(p, t, hn::Set(d, 1.00002368f));
+  p = hn::MulAdd(p, t, hn::Set(d, -1.26551223f));
+  const VF erfc = hn::Mul(t, hn::Exp(d, hn::NegMulAdd(z, z, p)));
+  const VF h = hn::Mul(hn::Mul(x, hn::Set(d, 0.5f)), erfc);
+  return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), h, hn::Sub(x, h));
+}
+
+// x / 2 * (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3).
+HWY_INLINE VF GeluTanh(DF d, VF x) {
+  const VF x2 = hn::Mul(x, x);
+  const VF inner = hn::MulAdd(hn::Mul(x2, hn::Set(d, 0.044715f)), x, x);
+  return TimesSigmoid(d, x, hn::Mul(inner, hn::Set(d, 2.0f * 0.79788456080286536f)));
+}
+
+template <Activation A>
+HWY_INLINE VF Act(DF d, VF x) {
+  if constexpr (A == Activation::kSilu) {
+    return TimesSigmoid(d, x, x);
+  } else if constexpr (A == Activation::kGelu) {
+    return Gelu(d, x);
+  } else {
+    return GeluTanh(d, x);
+  }
+}
+
+// Columns [c0, c1) of one row.
+template <Activation A, DType T>
+HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0, int64_t c1) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = c0;
+  for (; i + 2 * N <= c1; i += 2 * N) {
+    const VF y0 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i));
+    const VF y1 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i + N)), LoadF<T>(d, up, i + N));
+    StoreF<T>(d, y0, out, i);
+    StoreF<T>(d, y1, out, i + N);
+  }
+  for (; i < c1; i += N) {
+    const int64_t n = std::min(N, c1 - i);
+    if (n == N) {
+      StoreF<T>(d, hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i)), out, i);
+    } else {
+      Tail<T> gt, ut, ot;
+      const VF y = hn::Mul(Act<A>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
+                           LoadF<T>(d, ut.load(up, i, n), 0));
+      StoreF<T>(d, y, ot.buf, 0);
+      ot.store(out, i, n);
+    }
+  }
+}
+
+template <Activation A, DType T>
+void RunTyped(const Problem& p) {
+  constexpr int64_t kChunk = 8192;  // columns per work item
+  const int64_t chunks = (p.d + kChunk - 1) / kChunk;
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  const int64_t item_bytes = std::min(p.d, kChunk) * es * 3;
+  kernels::parallel_ranges(p.rows * chunks, item_bytes, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r = item / chunks;
+      const int64_t c0 = (item % chunks) * kChunk;
+      const char* gate = p.input.data + p.input.offset(r) * es;
+      Columns<A, T>(gate, gate + p.d * es, p.output.data + p.output.offset(r) * es, c0,
+                    std::min(p.d, c0 + kChunk));
+    }
+  });
+}
+
+template <Activation A>
+void RunActivation(const Problem& p) {
+  switch (p.dtype) {
+    case DType::kF32:
+      return RunTyped<A, DType::kF32>(p);
+    case DType::kBF16:
+      return RunTyped<A, DType::kBF16>(p);
+    case DType::kF16:
+      return RunTyped<A, DType::kF16>(p);
+  }
+}
+
+void Run(const Problem& p) {
+  switch (p.activation) {
+    case Activation::kSilu:
+      return RunActivation<Activation::kSilu>(p);
+    case Activation::kGelu:
+      return RunActivation<Activation::kGelu>(p);
+    case Activation::kGeluTanh:
+      return RunActivation<Activation::kGeluTanh>(p);
+  }
+}
+
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace backplane::activation
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace backplane::activation {
+
+HWY_EXPORT(Run);
+HWY_EXPORT(TargetName);
+
+Status forward_cpu(Activation activation, const DLTensor* input, const DLTensor* output) {
+  try {
+    Problem p;
+    Status s = make_problem(activation, input, output, kernels::Memory::kHost, &p);
+    if (!s.ok() || p.rows == 0 || p.d == 0) return s;
+    HWY_DYNAMIC_DISPATCH(Run)(p);
+    return s;
+  } catch (const std::bad_alloc&) {
+    return {StatusCode::kOutOfMemory, std::string(op_name(activation)) + ": out of memory"};
+  } catch (const std::exception& e) {
+    return {StatusCode::kInternal, std::string(op_name(activation)) + ": " + e.what()};
+  }
+}
+
+const char* cpu_target() {
+  return HWY_DYNAMIC_DISPATCH(TargetName)();
+}
+
+}  // namespace backplane::activation
+#endif  // HWY_ONCE

@@ -1,0 +1,135 @@
+// Highway helpers shared by the layer kernels: rows of float32, bfloat16 or float16 read and
+// written as float32 vectors. Included once per SIMD target (foreach_target), hence the toggle
+// guard instead of #pragma once.
+#if defined(BACKPLANE_KERNELS_COMMON_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef BACKPLANE_KERNELS_COMMON_SIMD_INL_H_
+#undef BACKPLANE_KERNELS_COMMON_SIMD_INL_H_
+#else
+#define BACKPLANE_KERNELS_COMMON_SIMD_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/tensor.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Loads lanes [i, i + Lanes) of a row of dtype T as float32.
+template <DType T>
+HWY_INLINE VF LoadF(DF d, const void* row, int64_t i) {
+  if constexpr (T == DType::kF32) {
+    return hn::LoadU(d, static_cast<const float*>(row) + i);
+  } else if constexpr (T == DType::kBF16) {
+    const hn::Rebind<hwy::bfloat16_t, DF> dbf;
+    return hn::PromoteTo(d, hn::LoadU(dbf, static_cast<const hwy::bfloat16_t*>(row) + i));
+  } else {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, static_cast<const hwy::float16_t*>(row) + i));
+  }
+}
+
+// float32 -> bfloat16 bits, rounding to nearest even (Highway 1.0's DemoteTo truncates); NaN
+// stays a quiet NaN.
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToBf16Bits(DF /* d */, VF v) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto bits = hn::BitCast(du, v);
+  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du, 0x7fffu)));
+  rounded = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x400000u)),
+                           rounded);
+  const hn::Rebind<uint16_t, DF> d16;
+  return hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(rounded)));
+}
+
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || (HWY_ARCH_X86 && HWY_TARGET >= HWY_SSE4)
+// Targets without F16C: Highway 1.0 emulates float32 -> float16 by truncation (and turns
+// overflow into 65504-ish values), so the rounding is done here on the bits.
+HWY_INLINE hn::Vec<hn::Rebind<hwy::float16_t, DF>> ToF16(DF d, VF v) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const VF a = hn::Abs(v);
+  const auto ab = hn::BitCast(du, a);
+  // Normal range: the mantissa rounded to 10 bits, nearest even, then rebiased (127 -> 15).
+  const auto odd = hn::And(hn::ShiftRight<13>(ab), hn::Set(du, 1u));
+  const auto rounded = hn::Add(ab, hn::Add(odd, hn::Set(du, 0xfffu)));
+  const auto normal = hn::Sub(hn::ShiftRight<13>(rounded), hn::Set(du, 112u << 10));
+  // Subnormal range: multiples of 2^-24; the float adder rounds |v| + 0.5 to them.
+  const VF sub =
+      hn::Mul(hn::Sub(hn::Add(a, hn::Set(d, 0.5f)), hn::Set(d, 0.5f)), hn::Set(d, 16777216.0f));
+  auto bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(a, hn::Set(d, 6.103515625e-05f))),
+                             hn::BitCast(du, hn::ConvertTo(di, sub)), normal);
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Ge(a, hn::Set(d, 65520.0f))), hn::Set(du, 0x7c00u),
+                        bits);  // rounds to >= 65536: infinity
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Set(du, 0x7e00u), bits);
+  bits = hn::Or(bits, hn::ShiftRight<16>(hn::And(hn::BitCast(du, v), hn::Set(du, 0x80000000u))));
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::BitCast(dh, hn::DemoteTo(d16, hn::BitCast(di, bits)));
+}
+#else
+HWY_INLINE hn::Vec<hn::Rebind<hwy::float16_t, DF>> ToF16(DF /* d */, VF v) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::DemoteTo(dh, v);  // vcvtps2ph: nearest even
+}
+#endif
+
+// Stores v into lanes [i, i + Lanes) of a row of dtype T.
+template <DType T>
+HWY_INLINE void StoreF(DF d, VF v, void* row, int64_t i) {
+  if constexpr (T == DType::kF32) {
+    hn::StoreU(v, d, static_cast<float*>(row) + i);
+  } else if constexpr (T == DType::kBF16) {
+    const hn::Rebind<uint16_t, DF> d16;
+    hn::StoreU(ToBf16Bits(d, v), d16, static_cast<uint16_t*>(row) + i);
+  } else {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    hn::StoreU(ToF16(d, v), dh, static_cast<hwy::float16_t*>(row) + i);
+  }
+}
+
+// v rounded to T and back: what a store and a reload would give.
+template <DType T>
+HWY_INLINE VF RoundTo(DF d, VF v) {
+  if constexpr (T == DType::kF32) {
+    return v;
+  } else if constexpr (T == DType::kBF16) {
+    const hn::RebindToUnsigned<DF> du;
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, ToBf16Bits(d, v))));
+  } else {
+    return hn::PromoteTo(d, ToF16(d, v));
+  }
+}
+
+// A row's last partial vector goes through this buffer: whole-vector code, no access past the
+// row. Lanes beyond n are zero.
+template <DType T>
+struct Tail {
+  alignas(64) unsigned char buf[HWY_MAX_BYTES];
+
+  void* load(const void* row, int64_t i, int64_t n) {
+    std::memset(buf, 0, sizeof buf);
+    std::memcpy(buf, static_cast<const char*>(row) + i * static_cast<int64_t>(dtype_size(T)),
+                static_cast<size_t>(n) * dtype_size(T));
+    return buf;
+  }
+  void store(void* row, int64_t i, int64_t n) const {
+    std::memcpy(static_cast<char*>(row) + i * static_cast<int64_t>(dtype_size(T)), buf,
+                static_cast<size_t>(n) * dtype_size(T));
+  }
+};
+
+}  // namespace HWY_NAMESPACE
+}  // namespace backplane::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // BACKPLANE_KERNELS_COMMON_SIMD_INL_H_

@@ -1,0 +1,205 @@
+// The CPU rotary embedding: rows of query and key rotated in place, rows of one head in
+// sequence order (streaming through memory; cos and sin stay in cache). Interleaved pairs use
+// a float32 table of cos and +-sin repeated per lane pair, made once per call, so a row is
+// x * c2 + swap_pairs(x) * s2 with whole-vector loads. Compiled once per SIMD target (Highway
+// foreach_target) and dispatched at runtime.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "rotary/cpu/rotary.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// foreach_target.h first: it re-includes this file once per target.
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <exception>
+#include <new>
+
+#include "common/parallel.hpp"
+#include "common/simd-inl.h"
+#include "rotary/problem.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::rotary {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using kernels::DType;
+using kernels::HWY_NAMESPACE::DF;
+using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::Tail;
+using kernels::HWY_NAMESPACE::VF;
+
+// Rotate halves: pairs (x[i], x[i + half]).
+template <DType T, DType C>
+HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  char* x2 = x + half * es;
+  int64_t i = 0;
+  for (; i + N <= half; i += N) {
+    const VF a = LoadF<T>(d, x, i), b = LoadF<T>(d, x2, i);
+    const VF c = LoadF<C>(d, cos, i), s = LoadF<C>(d, sin, i);
+    StoreF<T>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)), x, i);
+    StoreF<T>(d, hn::MulAdd(a, s, hn::Mul(b, c)), x2, i);
+  }
+  if (i < half) {
+    const int64_t n = half - i;
+    Tail<T> at, bt;
+    Tail<C> ct, st;
+    const VF a = LoadF<T>(d, at.load(x, i, n), 0), b = LoadF<T>(d, bt.load(x2, i, n), 0);
+    const VF c = LoadF<C>(d, ct.load(cos, i, n), 0), s = LoadF<C>(d, st.load(sin, i, n), 0);
+    StoreF<T>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)), at.buf, 0);
+    StoreF<T>(d, hn::MulAdd(a, s, hn::Mul(b, c)), bt.buf, 0);
+    at.store(x, i, n);
+    bt.store(x2, i, n);
+  }
+}
+
+// Adjacent pairs (x[2i], x[2i + 1]); c2 = (c0, c0, c1, c1, ...), s2 = (-s0, s0, -s1, s1, ...).
+template <DType T>
+HWY_INLINE void InterleavedRow(char* x, const float* c2, const float* s2, int64_t width) {
+  const DF d;
+#if HWY_TARGET == HWY_SCALAR  // one lane: no pairs inside a vector
+  for (int64_t i = 0; i < width; i += 2) {
+    const VF a = LoadF<T>(d, x, i), b = LoadF<T>(d, x, i + 1);
+    const VF c = hn::Set(d, c2[i]), s = hn::Set(d, s2[i + 1]);
+    StoreF<T>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)), x, i);
+    StoreF<T>(d, hn::MulAdd(a, s, hn::Mul(b, c)), x, i + 1);
+  }
+  return;
+#endif
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto rotate = [&](VF v, int64_t i) {
+    return hn::MulAdd(hn::Reverse2(d, v), hn::LoadU(d, s2 + i), hn::Mul(v, hn::LoadU(d, c2 + i)));
+  };
+  int64_t i = 0;
+  for (; i + N <= width; i += N) StoreF<T>(d, rotate(LoadF<T>(d, x, i), i), x, i);
+  if (i < width) {  // width and N are even: the tail holds whole pairs
+    const int64_t n = width - i;
+    Tail<T> xt;
+    Tail<DType::kF32> ct, st;
+    const VF v = LoadF<T>(d, xt.load(x, i, n), 0);
+    const VF y =
+        hn::MulAdd(hn::Reverse2(d, v), hn::LoadU(d, static_cast<float*>(st.load(s2, i, n))),
+                   hn::Mul(v, hn::LoadU(d, static_cast<float*>(ct.load(c2, i, n)))));
+    StoreF<T>(d, y, xt.buf, 0);
+    xt.store(x, i, n);
+  }
+}
+
+template <DType C>
+float TableValue(const char* row, int64_t i) {
+  const DF d;
+  Tail<C> t;
+  return hn::GetLane(LoadF<C>(d, t.load(row, i, 1), 0));
+}
+
+// The pair tables of the interleaved style: [table batch][seq][2 * half] floats each.
+template <DType C>
+void PairTables(const Problem& p, int64_t table_batch, float* c2, float* s2) {
+  const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
+  for (int64_t b = 0; b < table_batch; ++b) {
+    for (int64_t s = 0; s < p.seq; ++s) {
+      const char* c = p.cos.data + (b * p.cos.stride[0] + s * p.cos.stride[1]) * cs;
+      const char* sn = p.sin.data + (b * p.sin.stride[0] + s * p.sin.stride[1]) * cs;
+      float* cr = c2 + (b * p.seq + s) * 2 * p.half;
+      float* sr = s2 + (b * p.seq + s) * 2 * p.half;
+      for (int64_t i = 0; i < p.half; ++i) {
+        cr[2 * i] = cr[2 * i + 1] = TableValue<C>(c, i);
+        const float v = TableValue<C>(sn, i);
+        sr[2 * i] = -v;
+        sr[2 * i + 1] = v;
+      }
+    }
+  }
+}
+
+template <DType T, DType C>
+void RunTyped(const Problem& p) {
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
+  const bool interleaved = p.style == Style::kInterleaved;
+  const bool table_per_batch = p.cos.stride[0] != 0 || p.sin.stride[0] != 0;
+  const int64_t table_batch = table_per_batch ? p.batch : 1;
+  hwy::AlignedFreeUniquePtr<float[]> c2, s2;
+  if (interleaved) {
+    const auto n = static_cast<size_t>(table_batch * p.seq * 2 * p.half);
+    c2 = hwy::AllocateAligned<float>(n);
+    s2 = hwy::AllocateAligned<float>(n);
+    if (!c2 || !s2) throw std::bad_alloc();
+    PairTables<C>(p, table_batch, c2.get(), s2.get());
+  }
+  const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
+  const int64_t rows = p.batch * heads * p.seq;
+  kernels::parallel_ranges(rows, 4 * p.half * es, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t s = row % p.seq;
+      const int64_t bh = row / p.seq;
+      const int64_t b = bh / heads;
+      int64_t h = bh % heads;
+      const Operand& o = h < p.query.heads ? p.query : p.key;
+      if (h >= p.query.heads) h -= p.query.heads;
+      char* x = o.data + (b * o.stride[0] + h * o.stride[1] + s * o.stride[2]) * es;
+      if (interleaved) {
+        const int64_t t = ((table_per_batch ? b : 0) * p.seq + s) * 2 * p.half;
+        InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
+      } else {
+        NeoxRow<T, C>(x, p.cos.data + (b * p.cos.stride[0] + s * p.cos.stride[1]) * cs,
+                      p.sin.data + (b * p.sin.stride[0] + s * p.sin.stride[1]) * cs, p.half);
+      }
+    }
+  });
+}
+
+template <DType T>
+void RunTable(const Problem& p) {
+  if (p.table_dtype == DType::kF32) return RunTyped<T, DType::kF32>(p);
+  return RunTyped<T, T>(p);  // validation allows only float32 or query's dtype
+}
+
+void Run(const Problem& p) {
+  switch (p.dtype) {
+    case DType::kF32:
+      return RunTyped<DType::kF32, DType::kF32>(p);
+    case DType::kBF16:
+      return RunTable<DType::kBF16>(p);
+    case DType::kF16:
+      return RunTable<DType::kF16>(p);
+  }
+}
+
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace backplane::rotary
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace backplane::rotary {
+
+HWY_EXPORT(Run);
+HWY_EXPORT(TargetName);
+
+Status forward_cpu(const Tensors& tensors, Style style) {
+  try {
+    Problem p;
+    Status s = make_problem(tensors, style, kernels::Memory::kHost, &p);
+    if (!s.ok() || p.batch == 0 || p.seq == 0 || p.half == 0) return s;
+    HWY_DYNAMIC_DISPATCH(Run)(p);
+    return s;
+  } catch (const std::bad_alloc&) {
+    return {StatusCode::kOutOfMemory, "rotary_embedding: out of memory for the pair tables"};
+  } catch (const std::exception& e) {
+    return {StatusCode::kInternal, std::string("rotary_embedding: ") + e.what()};
+  }
+}
+
+const char* cpu_target() {
+  return HWY_DYNAMIC_DISPATCH(TargetName)();
+}
+
+}  // namespace backplane::rotary
+#endif  // HWY_ONCE

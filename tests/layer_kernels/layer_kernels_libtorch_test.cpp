@@ -1,0 +1,339 @@
+// Each CPU layer kernel against its LibTorch composite, computed in float64 from the same
+// (already rounded) inputs (LibTorch's own float32 erf is good to 1.5e-7 absolute only), over a
+// table of shapes and layouts, for float32, bfloat16 and float16, on every SIMD target Highway
+// compiled that this CPU runs.
+//   rms_norm:  transformers' LlamaRMSNorm (x * rsqrt(mean(x^2) + eps) * weight), with the
+//              residual add of vLLM's fused_add_rms_norm
+//   *_and_mul: at::silu / at::gelu (erf or tanh) of the first half times the second
+//   rotary:    transformers' apply_rotary_pos_emb (rotate_half) and GPT-J's rotate_every_two
+// A result rounded once to bfloat16 / float16 is within one unit in the last place of the
+// exact value: tolerances are that, plus float32 noise.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "activation/activation.hpp"
+#include "common/threads.hpp"
+#include "rmsnorm/rmsnorm.hpp"
+#include "rotary/rotary.hpp"
+#include "torch_dlpack.hpp"
+
+namespace backplane {
+namespace {
+
+using kernels::Status;
+using kernels::StatusCode;
+
+using testing::TorchView;
+
+const at::ScalarType kDTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
+
+std::string dtype_label(at::ScalarType t) {
+  return t == at::kFloat ? "f32" : t == at::kBFloat16 ? "bf16" : "f16";
+}
+
+// |ours - ref| <= atol + rtol |ref| everywhere.
+void expect_close(const at::Tensor& ours, const at::Tensor& ref, at::ScalarType dtype,
+                  const std::string& what) {
+  const double rtol = dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 1e-3;
+  const double atol = dtype == at::kFloat ? 1e-6 : 1e-5;
+  const at::Tensor o = ours.to(at::kDouble), r = ref.to(at::kDouble);
+  ASSERT_EQ(o.sizes(), r.sizes()) << what;
+  const at::Tensor err = (o - r).abs();
+  const at::Tensor bad = err.le(atol + rtol * r.abs()).logical_not();  // NaN is bad
+  const int64_t n_bad = bad.sum().item<int64_t>();
+  if (n_bad == 0) return;
+  const int64_t first = bad.flatten().nonzero()[0].item<int64_t>();
+  ADD_FAILURE() << what << ": " << n_bad << " of " << o.numel() << " elements off; the first, #"
+                << first << ", is " << o.flatten()[first].item<double>() << " instead of "
+                << r.flatten()[first].item<double>();
+}
+
+// Highway's own pattern: each target this CPU supports, in turn.
+class PerTarget : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override {
+    hwy::SetSupportedTargetsForTest(GetParam());
+    at::manual_seed(7);
+  }
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+// ------------------------------------------------------------------ rms_norm
+
+struct NormCase {
+  std::vector<int64_t> shape;  // input
+  bool residual;
+  enum Layout { kCompact, kRowPadding, kPermuted, kInPlace } layout;
+};
+
+const NormCase kNormCases[] = {
+    {{1, 1}, false, NormCase::kCompact},        {{1, 7}, false, NormCase::kCompact},
+    {{3, 17}, false, NormCase::kCompact},       {{5, 4096}, false, NormCase::kCompact},
+    {{257, 33}, false, NormCase::kCompact},     {{512, 1024}, false, NormCase::kCompact},
+    {{64, 1000}, false, NormCase::kRowPadding}, {{3, 2, 129}, false, NormCase::kPermuted},
+    {{9, 31}, false, NormCase::kInPlace},       {{1, 5}, true, NormCase::kCompact},
+    {{7, 100}, true, NormCase::kCompact},       {{384, 1024}, true, NormCase::kRowPadding},
+    {{4, 3, 65}, true, NormCase::kPermuted},    {{33, 257}, true, NormCase::kInPlace},
+};
+
+// A tensor of `shape` in the case's layout (values standard normal, rounded to dtype).
+at::Tensor make_input(const std::vector<int64_t>& shape, NormCase::Layout layout,
+                      at::ScalarType dtype) {
+  if (layout == NormCase::kRowPadding) {
+    std::vector<int64_t> wide = shape;
+    wide.back() += 13;
+    return at::randn(wide).to(dtype).narrow(-1, 0, shape.back());
+  }
+  if (layout == NormCase::kPermuted) {  // leading dims swapped: rows not in memory order
+    std::vector<int64_t> swapped = shape;
+    std::swap(swapped[0], swapped[1]);
+    return at::randn(swapped).to(dtype).transpose(0, 1);
+  }
+  return at::randn(shape).to(dtype);
+}
+
+TEST_P(PerTarget, RmsNormMatchesTheComposite) {
+  EXPECT_STREQ(rmsnorm::cpu_target(), hwy::TargetName(GetParam()));
+  const double eps = 1e-6;
+  for (const NormCase& c : kNormCases) {
+    for (at::ScalarType dtype : kDTypes) {
+      const std::string what = "rms_norm " + std::string(c.residual ? "+residual " : "") +
+                               c10::str(at::IntArrayRef(c.shape)) + " layout " +
+                               std::to_string(c.layout) + " " + dtype_label(dtype);
+      SCOPED_TRACE(what);
+      const at::Tensor x = make_input(c.shape, c.layout, dtype);
+      const at::Tensor w = at::randn({c.shape.back()}).to(dtype);
+      const at::Tensor res = c.residual ? make_input(c.shape, c.layout, dtype) : at::Tensor();
+      // The composite, from copies taken before the kernel changes anything.
+      at::Tensor h = x.to(at::kDouble);
+      at::Tensor res_ref;
+      if (c.residual) {
+        res_ref = (h + res.to(at::kDouble)).to(dtype);  // the sum as the residual stores it
+        h = res_ref.to(at::kDouble);
+      }
+      const at::Tensor ref =
+          h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps) * w.to(at::kDouble);
+
+      const at::Tensor out = c.layout == NormCase::kInPlace ? x : at::empty_like(x);
+      const TorchView xv(x), wv(w), ov(out), rv(res);
+      rmsnorm::Tensors t;
+      t.input = xv;
+      t.weight = wv;
+      t.output = ov;
+      if (c.residual) t.residual = rv;
+      const Status s = rmsnorm::forward_cpu(t, eps);
+      ASSERT_TRUE(s.ok()) << s.message;
+      expect_close(out, ref, dtype, what);
+      if (c.residual) expect_close(res, res_ref, dtype, what + " (residual)");
+    }
+  }
+}
+
+TEST_P(PerTarget, RmsNormMatchesLibTorchsFusedOp) {
+  // at::rms_norm (LibTorch's own op) in float32: the same definition as the composite.
+  const at::Tensor x = at::randn({37, 300});
+  const at::Tensor w = at::randn({300});
+  const at::Tensor out = at::empty_like(x);
+  const TorchView xv(x), wv(w), ov(out);
+  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, ov}, 1e-5).ok());
+  expect_close(out, at::rms_norm(x, {300}, w, 1e-5), at::kFloat, "at::rms_norm");
+}
+
+// ------------------------------------------------------------------ gated activations
+
+struct ActivationCase {
+  std::vector<int64_t> shape;  // input, last dim 2 * d
+  bool padded_rows;
+};
+
+const ActivationCase kActivationCases[] = {
+    {{1, 2}, false},   {{1, 14}, false},    {{3, 32}, false},    {{5, 200}, false},
+    {{300, 66}, true}, {{2, 3, 34}, false}, {{4, 22016}, false}, {{512, 1026}, true},
+};
+
+const activation::Activation kActivations[] = {activation::Activation::kSilu,
+                                               activation::Activation::kGelu,
+                                               activation::Activation::kGeluTanh};
+
+at::Tensor composite(activation::Activation a, const at::Tensor& x) {
+  const int64_t d = x.size(-1) / 2;
+  const at::Tensor gate = x.narrow(-1, 0, d).to(at::kDouble);
+  const at::Tensor up = x.narrow(-1, d, d).to(at::kDouble);
+  switch (a) {
+    case activation::Activation::kSilu:
+      return at::silu(gate) * up;
+    case activation::Activation::kGelu:
+      return at::gelu(gate) * up;
+    case activation::Activation::kGeluTanh:
+      return at::gelu(gate, "tanh") * up;
+  }
+  return {};
+}
+
+TEST_P(PerTarget, GatedActivationsMatchTheComposite) {
+  EXPECT_STREQ(activation::cpu_target(), hwy::TargetName(GetParam()));
+  for (const ActivationCase& c : kActivationCases) {
+    for (activation::Activation a : kActivations) {
+      for (at::ScalarType dtype : kDTypes) {
+        const std::string what = std::string(activation::op_name(a)) + " " +
+                                 c10::str(at::IntArrayRef(c.shape)) +
+                                 (c.padded_rows ? " padded rows " : " ") + dtype_label(dtype);
+        SCOPED_TRACE(what);
+        std::vector<int64_t> alloc = c.shape;
+        if (c.padded_rows) alloc.back() += 6;
+        // Wide values reach both tails of each activation.
+        const at::Tensor x = (at::randn(alloc) * 4).to(dtype).narrow(-1, 0, c.shape.back());
+        std::vector<int64_t> out_shape = c.shape;
+        out_shape.back() /= 2;
+        const at::Tensor out = at::empty(out_shape, x.options());
+        const TorchView xv(x), ov(out);
+        const Status s = activation::forward_cpu(a, xv, ov);
+        ASSERT_TRUE(s.ok()) << s.message;
+        expect_close(out, composite(a, x), dtype, what);
+      }
+    }
+  }
+}
+
+TEST_P(PerTarget, GatedActivationsAtTheExtremes) {
+  // Large magnitudes and zeros: no overflow to NaN or inf inside the kernels.
+  const at::Tensor gate = at::tensor({-1e30f, -200.f, -90.f, -20.f, -5.f, -1e-20f, 0.f, 1e-20f, 3.f,
+                                      20.f, 90.f, 200.f, 1e30f, -1e4f, 1e4f, 0.5f});
+  const at::Tensor x = at::cat({gate, at::ones({16})}).reshape({1, 32});
+  for (activation::Activation a : kActivations) {
+    const at::Tensor out = at::empty({1, 16});
+    const TorchView xv(x), ov(out);
+    ASSERT_TRUE(activation::forward_cpu(a, xv, ov).ok());
+    expect_close(out, composite(a, x), at::kFloat, activation::op_name(a));
+  }
+}
+
+// ------------------------------------------------------------------ rotary embedding
+
+struct RotaryCase {
+  int64_t batch, heads_q, heads_k, seq, head_dim, rotary_dim;
+  bool per_batch_table;  // cos [batch, seq, half] instead of [seq, half]
+  bool seq_major;        // query and key stored [batch, seq, heads, head_dim]
+  bool query_only;
+};
+
+const RotaryCase kRotaryCases[] = {
+    {1, 1, 1, 1, 2, 2, false, false, false},   {2, 4, 2, 7, 64, 64, false, false, false},
+    {1, 3, 1, 5, 24, 16, false, false, false}, {2, 2, 2, 9, 130, 130, true, false, false},
+    {3, 2, 1, 6, 40, 40, true, true, false},   {1, 8, 8, 256, 128, 128, false, false, false},
+    {2, 4, 4, 33, 96, 64, false, true, true},  {1, 5, 5, 3, 6, 6, false, false, true},
+};
+
+// transformers' rotate_half (neox) and GPT-J's rotate_every_two (interleaved), in float64,
+// with cos and sin expanded to the rotated width as those models build them.
+at::Tensor rotary_composite(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                            rotary::Style style) {
+  const int64_t rot = 2 * cos.size(-1);
+  at::Tensor c = cos.to(at::kDouble), s = sin.to(at::kDouble);
+  if (c.dim() == 2) {
+    c = c.unsqueeze(0);
+    s = s.unsqueeze(0);
+  }
+  c = c.unsqueeze(1);  // [batch, 1, seq, half]
+  s = s.unsqueeze(1);
+  const at::Tensor xf = x.to(at::kDouble);
+  const at::Tensor xr = xf.narrow(-1, 0, rot);
+  at::Tensor rotated;
+  if (style == rotary::Style::kNeox) {
+    const at::Tensor c2 = at::cat({c, c}, -1), s2 = at::cat({s, s}, -1);
+    const at::Tensor x1 = xr.narrow(-1, 0, rot / 2), x2 = xr.narrow(-1, rot / 2, rot / 2);
+    rotated = xr * c2 + at::cat({-x2, x1}, -1) * s2;
+  } else {
+    const at::Tensor c2 = c.repeat_interleave(2, -1), s2 = s.repeat_interleave(2, -1);
+    const at::Tensor pairs = xr.unflatten(-1, {rot / 2, 2});
+    const at::Tensor swapped =
+        at::stack({-pairs.select(-1, 1), pairs.select(-1, 0)}, -1).flatten(-2);
+    rotated = xr * c2 + swapped * s2;
+  }
+  return at::cat({rotated, xf.narrow(-1, rot, xf.size(-1) - rot)}, -1);
+}
+
+at::Tensor make_heads(const RotaryCase& c, int64_t heads, at::ScalarType dtype) {
+  if (c.seq_major) return at::randn({c.batch, c.seq, heads, c.head_dim}).to(dtype).transpose(1, 2);
+  return at::randn({c.batch, heads, c.seq, c.head_dim}).to(dtype);
+}
+
+TEST_P(PerTarget, RotaryMatchesTheComposite) {
+  EXPECT_STREQ(rotary::cpu_target(), hwy::TargetName(GetParam()));
+  for (const RotaryCase& c : kRotaryCases) {
+    for (rotary::Style style : {rotary::Style::kNeox, rotary::Style::kInterleaved}) {
+      for (at::ScalarType dtype : kDTypes) {
+        for (bool f32_table : {true, false}) {
+          const std::string what =
+              std::string(style == rotary::Style::kNeox ? "neox " : "interleaved ") + "b" +
+              std::to_string(c.batch) + " hq" + std::to_string(c.heads_q) + " hk" +
+              std::to_string(c.heads_k) + " s" + std::to_string(c.seq) + " d" +
+              std::to_string(c.head_dim) + " rot" + std::to_string(c.rotary_dim) +
+              (c.per_batch_table ? " per-batch" : "") + (c.seq_major ? " seq-major" : "") +
+              (c.query_only ? " query-only " : " ") + dtype_label(dtype) +
+              (f32_table ? " f32 table" : " table in dtype");
+          SCOPED_TRACE(what);
+          const int64_t half = c.rotary_dim / 2;
+          const at::Tensor pos =
+              at::arange(c.seq, at::kFloat).unsqueeze(-1).expand({c.seq, half}).clone();
+          at::Tensor angles = pos * at::pow(10000.0, -at::arange(half, at::kFloat) * 2 /
+                                                         static_cast<double>(c.rotary_dim));
+          if (c.per_batch_table) {  // each batch at its own offset, as with left padding
+            angles = at::stack({angles, angles + 3, angles + 11}).narrow(0, 0, c.batch);
+          }
+          const at::ScalarType table_type = f32_table ? at::kFloat : dtype;
+          const at::Tensor cos = angles.cos().to(table_type), sin = angles.sin().to(table_type);
+          const at::Tensor q = make_heads(c, c.heads_q, dtype);
+          const at::Tensor k = make_heads(c, c.heads_k, dtype);
+          const at::Tensor q_ref = rotary_composite(q, cos, sin, style);
+          const at::Tensor k_ref = rotary_composite(k, cos, sin, style);
+          const at::Tensor k_before = k.clone();
+          const TorchView qv(q), kv(k), cv(cos), sv(sin);
+          rotary::Tensors t;
+          t.query = qv;
+          t.key = c.query_only ? nullptr : kv.dl();
+          t.cos = cv;
+          t.sin = sv;
+          const Status s = rotary::forward_cpu(t, style);
+          ASSERT_TRUE(s.ok()) << s.message;
+          expect_close(q, q_ref, dtype, what + " query");
+          if (c.query_only) {
+            EXPECT_TRUE(at::equal(k, k_before)) << what << ": key changed without being passed";
+          } else {
+            expect_close(k, k_ref, dtype, what + " key");
+          }
+        }
+      }
+    }
+  }
+}
+
+std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
+  return hwy::TargetName(info.param);
+}
+INSTANTIATE_TEST_SUITE_P(Targets, PerTarget,
+                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
+
+// The same cases must hold on one thread and on several (the pool splits big inputs).
+TEST(Threads, OneThreadGivesTheSameBits) {
+  const at::Tensor x = at::randn({512, 1024});
+  const at::Tensor w = at::randn({1024});
+  const at::Tensor a = at::empty_like(x), b = at::empty_like(x);
+  const TorchView xv(x), wv(w), av(a), bv(b);
+  const int threads = kernels::num_threads();
+  kernels::set_num_threads(1);
+  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, av}, 1e-6).ok());
+  kernels::set_num_threads(4);
+  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, bv}, 1e-6).ok());
+  kernels::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(a, b));
+}
+
+}  // namespace
+}  // namespace backplane
