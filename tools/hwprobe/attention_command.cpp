@@ -211,8 +211,8 @@ int run_attention(const std::vector<std::string>& args) {
   if (common.json) {
     OrderedJson out = {
         {"dtype", optional_json(query.dtype)},
-        {"hub_kernels", store},
         {"head_dim", query.head_dim ? OrderedJson(*query.head_dim) : OrderedJson(nullptr)},
+        {"hub_kernels", store},
         {"devices", json_devices}};
     std::cout << out.dump(2) << "\n";
   }

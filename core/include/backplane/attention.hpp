@@ -16,6 +16,24 @@
 //   - sdpa and eager are kernels too: an explicit "sdpa" with no runnable sdpa kernel is an
 //     error; the default falls back to eager (a note says why); eager with no runnable kernel is
 //     an error (transformers always has its Python eager).
+//
+// Where backplane deliberately differs from transformers 5.24 (tests/attention/cases.json
+// asserts each one against transformers itself):
+//   - Compute capability: transformers checks it only when the package is installed but
+//     unusable, which cannot happen on a CUDA machine, and loads Hub kernels whatever the
+//     capability (they fail at the first call). Here the native kernel and the Hub replacement
+//     must meet spec §6 (FA2 and FA3 8.0, FA4 9.0, or the kernel's own higher minimum), reported
+//     in transformers' capability message.
+//   - Per device: transformers asks whether the machine has a supported device; a flash kernel
+//     resolved for the CPU of a CUDA machine is an error here ("... is not available on cpu:0").
+//   - dtype and head dim: a kernel that lists its dtypes or a maximum head dim refuses others
+//     (transformers only warns about dtypes). The "without specifying a dtype" warning is left
+//     out: an unknown dtype here means the caller did not say, not that the model has none.
+//   - flex_attention needs a registered kernel; Hub kernels come from the local kernel store,
+//     and a missing one is named with how to install it, not fetched.
+//   - The ROCm Hub repos are chosen per device (rocm), not per process; the NPU and XPU
+//     FlashAttention2 paths of transformers keep only their visible effects (no Hub fallback
+//     while NPUs are present; no warning for the XPU Hub kernel).
 #pragma once
 
 #include <backplane/device_info.hpp>
