@@ -108,3 +108,109 @@ function(backplane_layer_kernel)
     target_link_libraries(${cuda} PUBLIC ${args} CUDA::cudart_static)
   endif()
 endfunction()
+
+# backplane_kernel_package(NAME <name> OPS <op>... LAYERS <Layer>=<op>...)
+#
+# The hub package backplane/<name> (hub/README.md) in the build tree, from <name>/package.cpp:
+#   <build>/hub-packages/backplane/<name>/build/<variant>/{libbackplane_<name>.so,metadata.json}
+# one cpu variant (cxx11-cpu-<cpu>-<os>) and, when the CUDA kernels are built, one cuda variant
+# (cxx11-cu<major><minor>-<cpu>-<os>). `kernel-hub install <build>/hub-packages/backplane/<name>`
+# installs it. Each library is a plugin-ABI module exporting only backplane_plugin_get_api.
+set(BACKPLANE_PACKAGE_LICENSE "NOASSERTION" CACHE STRING
+    "SPDX license expression written into the in-tree kernel packages' metadata.json")
+
+function(backplane_kernel_package)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "OPS;LAYERS")
+  string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" cpu)
+  if(cpu STREQUAL "amd64")
+    set(cpu x86_64)
+  endif()
+  string(TOLOWER "${CMAKE_SYSTEM_NAME}" os)
+  set(cxx_abi cxx11)
+  if(CMAKE_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+    set(cxx_abi cxx98)
+  endif()
+  set(root ${PROJECT_BINARY_DIR}/hub-packages/backplane/${arg_NAME}/build)
+  set(layers_json "")
+  foreach(layer ${arg_LAYERS})
+    string(REPLACE "=" ";" pair ${layer})
+    list(GET pair 0 layer_name)
+    list(GET pair 1 layer_op)
+    list(APPEND layers_json
+         "    {\"name\": \"${layer_name}\", \"function\": \"${layer_op}\", \"has_backward\": false}")
+  endforeach()
+  list(JOIN layers_json ",\n" layers_json)
+
+  set(variants "")
+  if(TARGET backplane_${arg_NAME}_cpu)
+    list(APPEND variants cpu)
+  endif()
+  if(TARGET backplane_${arg_NAME}_cuda)
+    list(APPEND variants cuda)
+  endif()
+  if(NOT TARGET backplane_kernel_packages)
+    add_custom_target(backplane_kernel_packages ALL)
+  endif()
+  foreach(variant ${variants})
+    set(functions_json "")
+    if(variant STREQUAL "cpu")
+      set(folder ${cxx_abi}-cpu-${cpu}-${os})
+      set_property(GLOBAL PROPERTY BACKPLANE_KERNEL_PACKAGE_CPU_VARIANT ${folder})
+      set(backend_json "{\"name\": \"cpu\"}")
+      set(archs_json "\"${cpu}\"")
+      set(min_cc "")
+    else()
+      set(cuda_version ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR})
+      set(folder ${cxx_abi}-cu${CUDAToolkit_VERSION_MAJOR}${CUDAToolkit_VERSION_MINOR}-${cpu}-${os})
+      set(backend_json "{\"name\": \"cuda\", \"version\": \"${cuda_version}\"}")
+      set(archs "")
+      foreach(arch ${BACKPLANE_CUDA_ARCHITECTURES})
+        string(REGEX MATCH "^[0-9]+" number ${arch})
+        list(APPEND archs "\"sm_${number}\"")
+      endforeach()
+      list(REMOVE_DUPLICATES archs)
+      list(JOIN archs ", " archs_json)
+      set(min_cc ", \"min_compute_capability\": \"8.0\"")
+    endif()
+    foreach(op ${arg_OPS})
+      list(APPEND functions_json "    {\"name\": \"${op}\", \"op\": \"${op}\", \"device_type\": \
+\"${variant}\", \"dtypes\": [\"float32\", \"bfloat16\", \"float16\"]${min_cc}}")
+    endforeach()
+    list(JOIN functions_json ",\n" functions_json)
+
+    set(target backplane_${arg_NAME}_package_${variant})
+    set(out_dir ${root}/${folder})
+    add_library(${target} MODULE package.cpp)
+    set(version_script ${CMAKE_CURRENT_BINARY_DIR}/${target}.map)
+    file(WRITE ${version_script} "{ global: backplane_plugin_get_api; local: *; };\n")
+    set_target_properties(${target} PROPERTIES PREFIX "lib" OUTPUT_NAME backplane_${arg_NAME}
+      LIBRARY_OUTPUT_DIRECTORY ${out_dir} CXX_VISIBILITY_PRESET hidden
+      VISIBILITY_INLINES_HIDDEN ON LINK_DEPENDS ${version_script})
+    target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}"
+                        "LINKER:--no-undefined")
+    target_link_libraries(${target} PRIVATE backplane::plugin_sdk backplane_${arg_NAME}_${variant}
+                          backplane_warnings)
+    if(variant STREQUAL "cuda")
+      target_compile_definitions(${target} PRIVATE BACKPLANE_PACKAGE_CUDA)
+    endif()
+    file(GENERATE OUTPUT ${out_dir}/metadata.json CONTENT
+"{
+  \"format\": 1,
+  \"abi_version\": \"${_backplane_plugin_abi_version}\",
+  \"repo_id\": \"backplane/${arg_NAME}\",
+  \"version\": \"${PROJECT_VERSION}\",
+  \"license\": \"${BACKPLANE_PACKAGE_LICENSE}\",
+  \"backend\": ${backend_json},
+  \"archs\": [${archs_json}],
+  \"library\": \"libbackplane_${arg_NAME}.so\",
+  \"functions\": [
+${functions_json}
+  ],
+  \"layers\": [
+${layers_json}
+  ]
+}
+")
+    add_dependencies(backplane_kernel_packages ${target})
+  endforeach()
+endfunction()

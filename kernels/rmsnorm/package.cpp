@@ -1,0 +1,36 @@
+// The backplane/rmsnorm kernel package's library: registers rms_norm for its variant's device.
+#include "common/package.hpp"
+#include "rmsnorm/rmsnorm.hpp"
+
+namespace backplane::rmsnorm {
+namespace {
+
+bp_status* rms_norm(void* context, const bp_rms_norm_args* args) noexcept {
+  const auto* host = static_cast<const sdk::Host*>(context);
+  if (!kernels::args_ok(args, BP_RMS_NORM_ARGS_SIZE_1_4)) {
+    return host->status(BP_INVALID_ARGUMENT, "rms_norm: args is NULL or smaller than ABI 1.4's");
+  }
+  const Tensors t{args->input, args->weight, args->residual, args->output};
+#ifdef BACKPLANE_PACKAGE_CUDA
+  return kernels::to_bp_status(host, forward_cuda(t, args->epsilon, args->stream));
+#else
+  return kernels::to_bp_status(host, forward_cpu(t, args->epsilon));
+#endif
+}
+
+class Package {
+ public:
+  explicit Package(sdk::Host host) : host_(host) {}
+  void register_all(sdk::Registrar& registrar) {
+    registrar.add(
+        kernels::package_kernel("rms_norm", reinterpret_cast<void (*)(void)>(&rms_norm), &host_));
+  }
+
+ private:
+  sdk::Host host_;
+};
+
+}  // namespace
+}  // namespace backplane::rmsnorm
+
+BACKPLANE_PLUGIN(backplane::rmsnorm::Package, "rmsnorm", "0.1.0")

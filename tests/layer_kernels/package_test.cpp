@@ -1,0 +1,134 @@
+// The in-tree kernel packages (hub-packages/backplane/{rmsnorm,activation,rotary}, cpu variant)
+// loaded as the hub loads any package: metadata checked against what the library registers,
+// each kernel called through the plugin ABI and compared with the library called directly;
+// bad arguments come back as the kernel's status message.
+#include <gtest/gtest.h>
+#include <backplane/hub/package.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "activation/activation.hpp"
+#include "rmsnorm/rmsnorm.hpp"
+#include "rotary/rotary.hpp"
+
+namespace backplane {
+namespace {
+
+hub::LoadedPackage load(const std::string& name) {
+  hub::PackageSource source;
+  source.repo = hub::RepoId::parse("backplane/" + name, "test");
+  source.revision = "main";
+  source.variant = CPU_VARIANT;
+  source.folder = std::string(PACKAGES_DIR) + "/backplane/" + name + "/build/" + CPU_VARIANT;
+  return hub::load_package_variant(source);
+}
+
+struct Floats {
+  std::vector<float> data;
+  std::vector<int64_t> shape;
+  DLTensor dl{};
+  Floats(std::vector<int64_t> dims, float step) : shape(std::move(dims)) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    for (int64_t i = 0; i < n; ++i) data.push_back(static_cast<float>(i % 13) * step - 1.0f);
+    dl.data = data.data();
+    dl.device = {kDLCPU, 0};
+    dl.ndim = static_cast<int32_t>(shape.size());
+    dl.dtype = {kDLFloat, 32, 1};
+    dl.shape = shape.data();
+  }
+};
+
+TEST(KernelPackages, RegisterWhatTheirMetadataDeclares) {
+  const struct {
+    const char* package;
+    std::vector<std::string> ops;
+  } expected[] = {{"rmsnorm", {"rms_norm"}},
+                  {"activation", {"silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"}},
+                  {"rotary", {"rotary_embedding"}}};
+  for (const auto& e : expected) {
+    SCOPED_TRACE(e.package);
+    const hub::LoadedPackage p = load(e.package);
+    ASSERT_EQ(p.kernels().size(), e.ops.size());
+    for (const std::string& op : e.ops) {
+      const hub::PackageKernel* k = p.find(op, op);
+      ASSERT_NE(k, nullptr) << op;
+      EXPECT_EQ(k->info.device_type, "cpu");
+      EXPECT_EQ(k->info.dtypes, (std::vector<std::string>{"float32", "bfloat16", "float16"}));
+    }
+  }
+}
+
+TEST(KernelPackages, RmsNormThroughTheAbiEqualsTheLibrary) {
+  const hub::LoadedPackage p = load("rmsnorm");
+  const auto fn = reinterpret_cast<bp_rms_norm_fn>(p.find("rms_norm", "rms_norm")->function);
+  void* context = p.find("rms_norm", "rms_norm")->context;
+  Floats x({3, 37}, 0.25f), w({37}, 0.1f), out({3, 37}, 0.0f), direct({3, 37}, 0.0f);
+  bp_rms_norm_args args{};
+  args.struct_size = sizeof args;
+  args.input = &x.dl;
+  args.weight = &w.dl;
+  args.output = &out.dl;
+  args.epsilon = 1e-5;
+  EXPECT_EQ(hub::LoadedPackage::take_status(fn(context, &args)), "");
+  ASSERT_TRUE(rmsnorm::forward_cpu({&x.dl, &w.dl, nullptr, &direct.dl}, 1e-5).ok());
+  EXPECT_EQ(out.data, direct.data);
+
+  args.epsilon = -1;
+  EXPECT_NE(hub::LoadedPackage::take_status(fn(context, &args)).find("rms_norm: epsilon"),
+            std::string::npos);
+  args.struct_size = 8;
+  EXPECT_NE(hub::LoadedPackage::take_status(fn(context, &args)).find("smaller than ABI 1.4"),
+            std::string::npos);
+}
+
+TEST(KernelPackages, ActivationsThroughTheAbiEqualTheLibrary) {
+  const hub::LoadedPackage p = load("activation");
+  const activation::Activation all[] = {activation::Activation::kSilu,
+                                        activation::Activation::kGelu,
+                                        activation::Activation::kGeluTanh};
+  for (activation::Activation a : all) {
+    const char* op = activation::op_name(a);
+    SCOPED_TRACE(op);
+    const hub::PackageKernel* k = p.find(op, op);
+    ASSERT_NE(k, nullptr);
+    Floats x({5, 42}, 0.3f), out({5, 21}, 0.0f), direct({5, 21}, 0.0f);
+    bp_gated_activation_args args{};
+    args.struct_size = sizeof args;
+    args.input = &x.dl;
+    args.output = &out.dl;
+    EXPECT_EQ(hub::LoadedPackage::take_status(
+                  reinterpret_cast<bp_gated_activation_fn>(k->function)(k->context, &args)),
+              "");
+    ASSERT_TRUE(activation::forward_cpu(a, &x.dl, &direct.dl).ok());
+    EXPECT_EQ(out.data, direct.data);
+  }
+}
+
+TEST(KernelPackages, RotaryThroughTheAbiEqualsTheLibrary) {
+  const hub::LoadedPackage p = load("rotary");
+  const hub::PackageKernel* k = p.find("rotary_embedding", "rotary_embedding");
+  ASSERT_NE(k, nullptr);
+  for (int style : {BP_ROTARY_NEOX, BP_ROTARY_INTERLEAVED}) {
+    Floats q({1, 2, 3, 8}, 0.2f), q_direct({1, 2, 3, 8}, 0.2f);
+    Floats cos({3, 4}, 0.05f), sin({3, 4}, 0.07f);
+    bp_rotary_embedding_args args{};
+    args.struct_size = sizeof args;
+    args.query = &q.dl;
+    args.cos = &cos.dl;
+    args.sin = &sin.dl;
+    args.style = style;
+    EXPECT_EQ(hub::LoadedPackage::take_status(
+                  reinterpret_cast<bp_rotary_embedding_fn>(k->function)(k->context, &args)),
+              "");
+    ASSERT_TRUE(rotary::forward_cpu({&q_direct.dl, nullptr, &cos.dl, &sin.dl},
+                                    static_cast<rotary::Style>(style))
+                    .ok());
+    EXPECT_EQ(q.data, q_direct.data) << "style " << style;
+  }
+}
+
+}  // namespace
+}  // namespace backplane
