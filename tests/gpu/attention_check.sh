@@ -29,7 +29,8 @@ die() {
 
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this script needs an NVIDIA GPU"
 [[ -x "$nvcc" ]] || die "nvcc not found (set NVCC)"
-nvidia-smi --query-gpu=index,name,compute_cap,memory.total --format=csv,noheader | head -1
+nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv,noheader |
+  head -1
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
   echo "== building the cuda and cpu plugins and attention_gpu_check in $build"
@@ -44,7 +45,7 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     { tail -50 "$build/attention-build.log"; die "build"; }
   echo "== built in $(($(date +%s) - start)) s"
 fi
-check=$build/tests/gpu/attention_gpu_check
+check=$build/bin/attention_gpu_check
 [[ -x "$check" ]] || die "no $check (was the CUDA toolkit found? see $build/attention-configure.log)"
 
 # Only the cuda and cpu plugins: the reference runs on the CPU plugin's sdpa.
