@@ -58,6 +58,10 @@ const Case kCases[] = {
     {"empty_batch_f32", 0, 4, 2, 3, 5, 16, false, Mask::kNone, at::kFloat, false, 0},
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
 struct Inputs {
   at::Tensor q, k, v;
   std::optional<at::Tensor> mask;
@@ -187,6 +191,37 @@ TEST(BridgeAttentionObject, AnExplicitImplementationIsUsedOrIsAnError) {
               0u)
         << e.what();
   }
+}
+
+// A simulated H100 with no native FlashAttention-2 kernel, and a local store that has every
+// Hub kernel: transformers' warning about the Hub fallback, before backplane says it cannot load
+// Hub kernels yet.
+TEST(BridgeAttentionObject, ResolutionWarningsReachTheHandlerOrStderrOnce) {
+  setenv("BACKPLANE_SIM_TOPOLOGY", TOPOLOGY_DIR "/h100x8.json", 1);
+  const backplane::Runtime runtime = open_runtime({"sim"});
+  unsetenv("BACKPLANE_SIM_TOPOLOGY");
+  backplane::AttentionQuery query;
+  query.hub_installed = [](const backplane::HubKernelId&) { return true; };
+  const std::string warning =
+      "You do not have `flash_attn` installed, using `kernels-community/flash-attn2` from the "
+      "`kernels` library instead!";
+  std::vector<std::string> told;
+  const auto resolve = [&](const backplane::torch::WarningHandler& handler) {
+    try {
+      Attention(runtime, backplane::Device("cuda", 0), "flash_attention_2", handler, query);
+      ADD_FAILURE() << "a Hub kernel loaded";
+    } catch (const backplane::Unavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("kernels-community/flash-attn2"), std::string::npos)
+          << e.what();
+    }
+  };
+  resolve([&](const std::string& w) { told.push_back(w); });
+  EXPECT_EQ(told, std::vector<std::string>{warning});
+
+  ::testing::internal::CaptureStderr();
+  resolve({});
+  resolve({});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "backplane: warn: " + warning + "\n");
 }
 
 TEST(BridgeAttentionObject, TheDefaultRuntimeServesTheOneShotCall) {

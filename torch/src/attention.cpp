@@ -73,31 +73,37 @@ void* current_stream(const c10::Device& device) {
   return nullptr;
 }
 
+const std::vector<std::string>& tell(const std::vector<std::string>& warnings,
+                                     const WarningHandler& on_warning) {
+  for (const std::string& w : warnings) on_warning ? on_warning(w) : warn_once(w);
+  return warnings;
+}
+
 }  // namespace
 
 Attention::Attention(const Runtime& runtime, const Device& device,
                      std::optional<std::string> attn_implementation,
-                     const WarningHandler& on_warning)
-    : Attention(
-          runtime,
-          runtime.resolve_attention(
-              device, attn_implementation ? std::optional<std::string_view>(*attn_implementation)
-                                          : std::nullopt),
-          on_warning) {}
+                     const WarningHandler& on_warning, const AttentionQuery& query)
+    : Attention(runtime,
+                runtime.resolve_attention(
+                    device,
+                    attn_implementation ? std::optional<std::string_view>(*attn_implementation)
+                                        : std::nullopt,
+                    query),
+                on_warning) {}
 
 Attention::Attention(const Runtime& runtime, const c10::Device& device,
                      std::optional<std::string> attn_implementation,
-                     const WarningHandler& on_warning)
-    : Attention(runtime, backplane_device(device), std::move(attn_implementation), on_warning) {}
+                     const WarningHandler& on_warning, const AttentionQuery& query)
+    : Attention(runtime, backplane_device(device), std::move(attn_implementation), on_warning,
+                query) {}
 
 Attention::Attention(const Runtime& runtime, const AttentionResolution& resolution,
                      const WarningHandler& on_warning)
     : device_(runtime.device(resolution.device).device),
       torch_device_(torch_device(device_)),
-      kernel_(runtime.attention_kernel(resolution)),
-      warnings_(resolution.warnings) {
-  for (const std::string& w : warnings_) on_warning ? on_warning(w) : warn_once(w);
-}
+      warnings_(tell(resolution.warnings, on_warning)),
+      kernel_(runtime.attention_kernel(resolution)) {}
 
 at::Tensor Attention::operator()(const at::Tensor& query, const at::Tensor& key,
                                  const at::Tensor& value, const AttentionArgs& args) const {

@@ -50,16 +50,18 @@ using WarningHandler = std::function<void(const std::string& warning)>;
 class Attention {
  public:
   // Resolves `attn_implementation` (nullopt: the default) for `device` once, with
-  // Runtime::resolve_attention (transformers' rules, attention.hpp), and hands each warning of
-  // the resolution to `on_warning`. Throws what resolution throws: NotFound for an unknown
-  // device, InvalidArgument for a name transformers rejects, Unavailable when the
-  // implementation cannot run there (with transformers' message) or only a Hub kernel would.
+  // Runtime::resolve_attention (transformers' rules, attention.hpp); `query` adds what the rules
+  // may check (the model's dtype and head_dim, the Hub kernels the local store has). Each warning
+  // of the resolution goes to `on_warning` before the kernel is looked up, so that it is seen
+  // even when the kernel then cannot load. Throws what resolution throws: NotFound for an
+  // unknown device, InvalidArgument for a name transformers rejects, Unavailable when the
+  // implementation cannot run there (transformers' message) or only a Hub kernel would serve it.
   Attention(const Runtime& runtime, const Device& device,
             std::optional<std::string> attn_implementation = std::nullopt,
-            const WarningHandler& on_warning = {});
+            const WarningHandler& on_warning = {}, const AttentionQuery& query = {});
   Attention(const Runtime& runtime, const c10::Device& device,
             std::optional<std::string> attn_implementation = std::nullopt,
-            const WarningHandler& on_warning = {});
+            const WarningHandler& on_warning = {}, const AttentionQuery& query = {});
 
   // out = softmax(q k^T * scale + mask) v, written into args.out or a new tensor, returned.
   // Throws InvalidArgument naming the argument for a tensor this kernel cannot take (rank,
@@ -78,8 +80,8 @@ class Attention {
 
   Device device_;
   c10::Device torch_device_;
+  std::vector<std::string> warnings_;  // told before kernel_ is looked up
   AttentionKernel kernel_;
-  std::vector<std::string> warnings_;
 };
 
 // The runtime of the one-shot attention(): Runtime::open() with the environment's options
