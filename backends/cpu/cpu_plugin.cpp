@@ -11,6 +11,7 @@
 #include "attention_kernels.hpp"
 #endif
 #include "cpu_topology.hpp"
+#include "layer_kernels.hpp"
 
 namespace backplane::cpu {
 namespace {
@@ -60,6 +61,9 @@ class CpuPlugin {
 #ifdef BACKPLANE_CPU_ATTENTION
     register_attention_kernels(registrar, &host_);
 #endif
+    if (!backends::register_default_layer_kernels(registrar, "cpu")) {
+      host_.debug("the host takes no layer kernels (ABI older than 1.4)");
+    }
     memory_total_ = topology.memory_total;
     host_.debug(std::to_string(topology.cores) + " cores, " + std::to_string(topology.threads) +
                 " threads");

@@ -17,6 +17,7 @@
 #endif
 #include "discovery.hpp"
 #include "driver_api.hpp"
+#include "layer_kernels.hpp"
 #include "nvml_api.hpp"
 #include "pci_scan.hpp"
 
@@ -90,6 +91,10 @@ class CudaPlugin {
 #ifdef BACKPLANE_CUDA_ATTENTION
     register_attention_kernels(registrar, &host_);
 #endif
+    // The packages' cuda builds target sm_80 and sm_90 (kernels/common/LayerKernel.cmake).
+    if (!backends::register_default_layer_kernels(registrar, "cuda", 80)) {
+      host_.debug("the host takes no layer kernels (ABI older than 1.4)");
+    }
 
     if (!found.available) {
       host_.info("cuda is unavailable: " + cuda.unavailable_reason);

@@ -93,6 +93,43 @@ TEST(HwprobeJson, ListsTheInTreePlugins) {
   EXPECT_GT(props.at("memory_available").get<int64_t>(), 0);
 }
 
+// The cpu and cuda plugins register the in-tree packages as default layer kernels, inference
+// only (they have no backward); a simulated A100 gets the cuda ones (capability 8.0 and up).
+TEST(HwprobeJson, LayerKernelsPerDeviceAndMode) {
+  const json j = parse_json(hwprobe({"--json", "--sim", "h100x8"}));
+  const json& rows = j.at("layer_kernels");
+  const auto row = [&](const std::string& device, const std::string& layer) -> const json* {
+    for (const json& r : rows) {
+      if (r.at("device") == device && r.at("layer") == layer) return &r;
+    }
+    return nullptr;
+  };
+  const struct {
+    const char* device;
+    const char* layer;
+    const char* kernel;
+    const char* source;
+  } cases[] = {
+      {"cpu", "RMSNorm", "backplane/rmsnorm:RMSNorm", "cpu"},
+      {"cpu", "SiluAndMul", "backplane/activation:SiluAndMul", "cpu"},
+      {"cpu", "RotaryEmbedding", "backplane/rotary:RotaryEmbedding", "cpu"},
+      {"cuda:7", "GeluTanhAndMul", "backplane/activation:GeluTanhAndMul", "cuda"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.device) + " " + c.layer);
+    const json* r = row(c.device, c.layer);
+    ASSERT_NE(r, nullptr) << rows.dump(1);
+    EXPECT_EQ(r->at("inference").at("kernel"), c.kernel);
+    EXPECT_EQ(r->at("inference").at("source"), c.source);
+    EXPECT_EQ(r->at("inference").at("matched_mode"), "inference");
+    EXPECT_TRUE(r->at("training").at("kernel").is_null());
+    EXPECT_NE(r->at("training").at("reason").get<std::string>().find("in mode training"),
+              std::string::npos);
+  }
+  const ProcessResult text = hwprobe({"--sim", "h100x8"});
+  EXPECT_NE(text.out.find("Layer kernels"), std::string::npos) << text.out;
+}
+
 TEST(HwprobeText, ShowsBackendsDevicesAndPlugins) {
   const ProcessResult r = hwprobe({});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,30 @@
+#include "layer_kernels.hpp"
+
+namespace backplane::backends {
+
+bool register_default_layer_kernels(const sdk::Registrar& registrar, const std::string& device_key,
+                                    int min_capability) {
+  // Model layer -> the package and the layer name in its metadata.json (kernels/*/CMakeLists.txt).
+  static const struct {
+    const char* layer;
+    const char* repo;
+  } kDefaults[] = {
+      {"RMSNorm", "backplane/rmsnorm"},        {"SiluAndMul", "backplane/activation"},
+      {"GeluAndMul", "backplane/activation"},  {"GeluTanhAndMul", "backplane/activation"},
+      {"RotaryEmbedding", "backplane/rotary"},
+  };
+  if (!registrar.accepts_layer_kernels()) return false;
+  for (const auto& d : kDefaults) {
+    sdk::LayerKernelSpec spec;
+    spec.layer = d.layer;
+    spec.device_key = device_key;
+    spec.mode = BP_KERNEL_MODE_INFERENCE;
+    spec.min_capability = min_capability;
+    spec.repo = d.repo;
+    spec.kernel_layer = d.layer;
+    registrar.add(spec);
+  }
+  return true;
+}
+
+}  // namespace backplane::backends
