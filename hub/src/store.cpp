@@ -205,7 +205,15 @@ LoadedPackage Store::load(const RepoId& repo, const SystemFacts& system,
   check_lock_and_trust(resolved.package, *resolved.variant, options);
   const PackageSource source{repo, resolved.package.revision, *resolved.variant,
                              resolved.package.folder / "build" / *resolved.variant};
-  return load_package_variant(source, options.package);
+  LoadedPackage package = load_package_variant(source, options.package);
+  if (options.device != nullptr) {
+    if (std::string why = arch_mismatch(package.metadata(), *options.device); !why.empty()) {
+      throw PackageError("kernel package " + repo.str() + "@" + source.revision + " (" +
+                         source.variant + ") cannot run on " + options.device->device.str() + ": " +
+                         why);
+    }
+  }
+  return package;
 }
 
 }  // namespace backplane::hub

@@ -300,6 +300,25 @@ TEST_F(StoreTest, LoadingFollowsTheLockAndTrustRules) {
   }
 }
 
+TEST_F(StoreTest, LoadingForADeviceChecksTheArchs) {
+  store().install(make_package("scale", "backplane/scale", {{"archs", {"riscv64"}}}));
+  DeviceInfo cpu;
+  cpu.arch = SystemFacts::host().cpu;
+  LoadOptions options;
+  EXPECT_EQ(store().load(RepoId{"backplane", "scale"}, host(), options).kernels().size(), 1u);
+  options.device = &cpu;
+  try {
+    store().load(RepoId{"backplane", "scale"}, host(), options);
+    ADD_FAILURE() << "loaded";
+  } catch (const PackageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot run on cpu:0: the package is built for "
+                                         "riscv64; cpu:0 is " +
+                                         cpu.arch),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(StoreTest, LocalFoldersServeTheirRepoUncheckedAndAreNeverRemoved) {
   const std::filesystem::path package = make_package("dev", "acme/dev");
   LocalKernels local;

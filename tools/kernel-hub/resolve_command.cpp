@@ -92,6 +92,7 @@ int run_resolve(const std::vector<std::string>& args) {
     backplane::hub::LoadOptions options;
     options.revision = resolved.package.revision;
     options.trust = backplane::hub::TrustPolicy::from_environment();
+    options.device = &info;
     if (!lock_file.empty()) {
       lock = backplane::hub::LockFile::read(lock_file);
       options.lock = &*lock;

@@ -61,6 +61,9 @@ struct LoadOptions {
   const LockFile* lock = nullptr;       // the project's kernels.lock; nullptr: none
   std::string lock_source;              // its file name, for messages
   TrustPolicy trust;                    // for repos the lock does not list
+  // The device the kernels are for; when set, the variant's metadata archs must cover it
+  // (arch_mismatch), else PackageError.
+  const DeviceInfo* device = nullptr;
   PackageLoadOptions package;
 };
 
@@ -116,7 +119,8 @@ class BACKPLANE_API Store {
   //     must match its hashes (IntegrityError naming the lock, the package and the file);
   //   - not in the lock: its publisher must be trusted (PackageError saying how to trust it);
   //   - a local folder (BACKPLANE_LOCAL_KERNELS) is the user's own and loads unchecked.
-  // No fitting variant: NotFound with no_variant_message.
+  // No fitting variant: NotFound with no_variant_message. With options.device, a variant
+  // built for other archs (metadata "archs") is refused with PackageError.
   LoadedPackage load(const RepoId& repo, const SystemFacts& system,
                      const LoadOptions& options = {}) const;
 
