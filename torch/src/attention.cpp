@@ -184,7 +184,12 @@ const Runtime& default_runtime() {
 at::Tensor attention(const Runtime& runtime, const at::Tensor& query, const at::Tensor& key,
                      const at::Tensor& value, const AttentionOptions& options) {
   check_4d(query, "query", "[batch, heads_q, seq_q, head_dim]");
-  const Attention attn(runtime, query.device(), options.attn_implementation);
+  // What resolution may check: the dtype (transformers warns when flash attention gets other
+  // than fp16 or bf16) and the head size (kernels with a maximum).
+  AttentionQuery checks;
+  checks.dtype = dtype_name(dlpack_dtype(query.scalar_type()));
+  checks.head_dim = static_cast<int>(query.size(3));
+  const Attention attn(runtime, query.device(), options.attn_implementation, {}, checks);
   return attn(query, key, value, options);
 }
 

@@ -64,6 +64,7 @@ class Attention {
             const WarningHandler& on_warning = {}, const AttentionQuery& query = {});
 
   // out = softmax(q k^T * scale + mask) v, written into args.out or a new tensor, returned.
+  // Forward only: the result does not track gradients.
   // Throws InvalidArgument naming the argument for a tensor this kernel cannot take (rank,
   // dtype, device, shape), with the kernel's own message for what only it checks.
   at::Tensor operator()(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
@@ -88,7 +89,8 @@ class Attention {
 // (BACKPLANE_PLUGIN_PATH, ...), opened on first use and kept for the process.
 const Runtime& default_runtime();
 
-// Resolves options.attn_implementation for q's device, then calls it once.
+// Resolves options.attn_implementation for q's device (with q's dtype and head_dim as the
+// AttentionQuery), then calls it once.
 at::Tensor attention(const Runtime& runtime, const at::Tensor& query, const at::Tensor& key,
                      const at::Tensor& value, const AttentionOptions& options = {});
 at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
