@@ -10,4 +10,5 @@
 #include <backplane/hub/repo_id.hpp>
 #include <backplane/hub/store.hpp>
 #include <backplane/hub/trust.hpp>
+#include <backplane/hub/use_kernels.hpp>
 #include <backplane/hub/variant.hpp>
