@@ -3,6 +3,7 @@
 #pragma once
 
 #include <backplane/hub/archive.hpp>
+#include <backplane/hub/attention.hpp>
 #include <backplane/hub/errors.hpp>
 #include <backplane/hub/lock.hpp>
 #include <backplane/hub/metadata.hpp>
