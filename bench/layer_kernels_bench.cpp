@@ -94,7 +94,8 @@ std::map<std::string, double>& seconds() {
   return s;
 }
 
-// Dense host buffers with DLPack views, filled with small values of the case's dtype.
+// Dense host buffers with DLPack views, filled with small values of the case's dtype, 64-byte
+// aligned as LibTorch's CPU allocations are.
 struct Buffer {
   std::vector<uint16_t> storage;
   std::vector<int64_t> shape;
@@ -104,18 +105,20 @@ struct Buffer {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     const int64_t units = type == Type::kF32 ? 2 * n : n;
-    storage.assign(static_cast<size_t>(units), 0);
+    storage.assign(static_cast<size_t>(units + 32), 0);
+    const auto address = reinterpret_cast<uintptr_t>(storage.data());
+    auto* base = storage.data() + (64 - address % 64) % 64 / 2;
     for (int64_t i = 0; i < n; ++i) {
       const float v = fill * static_cast<float>((i * 7919) % 17 - 8) / 8.0f;
       uint32_t bits;
       std::memcpy(&bits, &v, 4);
       if (type == Type::kF32) {
-        std::memcpy(&storage[static_cast<size_t>(2 * i)], &v, 4);
+        std::memcpy(base + 2 * i, &v, 4);
       } else {
-        storage[static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);
+        base[i] = static_cast<uint16_t>(bits >> 16);
       }
     }
-    dl.data = storage.data();
+    dl.data = base;
     dl.device = {kDLCPU, 0};
     dl.ndim = static_cast<int32_t>(shape.size());
     dl.dtype = type == Type::kF32 ? DLDataType{kDLFloat, 32, 1} : DLDataType{kDLBfloat, 16, 1};

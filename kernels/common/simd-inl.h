@@ -97,6 +97,71 @@ HWY_INLINE void StoreF(DF d, VF v, void* row, int64_t i) {
   }
 }
 
+// e^x, relative error about 1e-7, for the activations: x = n ln2 + r with n = round(x / ln2)
+// and r reduced in two parts (Cody and Waite), e^r by its Taylor polynomial to r^7 (|r| <=
+// ln2 / 2), then scaled by 2^n. 0 below -87.3 (never a denormal); x is capped at 88.
+HWY_INLINE VF ExpF(DF d, VF x) {
+  x = hn::Min(x, hn::Set(d, 88.0f));
+  const VF n = hn::Round(hn::Mul(x, hn::Set(d, 1.44269504088896341f)));
+  VF r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);
+  r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187e-06f), r);
+  VF p = hn::Set(d, 1.0f / 5040);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 720));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 120));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 24));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 6));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  const VF low = hn::Set(d, -87.3f);
+  const hn::RebindToSigned<DF> di;
+  const auto e = hn::ShiftLeft<23>(
+      hn::Add(hn::ConvertTo(di, hn::Max(n, hn::Set(d, -126.0f))), hn::Set(di, 127)));
+  return hn::IfThenZeroElse(hn::Lt(x, low), hn::Mul(p, hn::BitCast(d, e)));
+}
+
+// 1 / x to about 1 ulp: the hardware estimate and one Newton step.
+HWY_INLINE VF RecipF(DF d, VF x) {
+  const VF r = hn::ApproximateReciprocal(x);
+  return hn::Mul(r, hn::NegMulAdd(x, r, hn::Set(d, 2.0f)));
+}
+
+// Non-temporal stores for outputs much larger than the caches: the line is written without
+// being read first (a plain store reads it: a third of the traffic of a copy). Only where the
+// stored vector is a whole 16, 32 or 64-byte register (AVX2 and AVX-512); `row` + i must be
+// aligned to it (StreamAligned). Callers end with hwy::FlushStream() on the same thread.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+constexpr bool kCanStream = true;
+#else
+constexpr bool kCanStream = false;
+#endif
+
+template <DType T>
+HWY_INLINE void StreamF(DF d, VF v, void* row, int64_t i) {
+  if constexpr (!kCanStream) {
+    StoreF<T>(d, v, row, i);
+  } else if constexpr (T == DType::kF32) {
+    hn::Stream(v, d, static_cast<float*>(row) + i);
+  } else if constexpr (T == DType::kBF16) {
+    const hn::Rebind<uint16_t, DF> d16;
+    hn::Stream(ToBf16Bits(d, v), d16, static_cast<uint16_t*>(row) + i);
+  } else {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::RebindToUnsigned<decltype(dh)> du16;
+    hn::Stream(hn::BitCast(du16, ToF16(d, v)), du16, static_cast<uint16_t*>(row) + i);
+  }
+}
+
+// Whether whole vectors of T stored from lane 0 of `row` are aligned for StreamF.
+template <DType T>
+HWY_INLINE bool StreamAligned(DF d, const void* row) {
+  const size_t bytes = hn::Lanes(d) * dtype_size(T);
+  return kCanStream && reinterpret_cast<uintptr_t>(row) % bytes == 0;
+}
+
+// Outputs at least this large are streamed.
+constexpr int64_t kStreamBytes = int64_t{8} << 20;
+
 // v rounded to T and back: what a store and a reload would give.
 template <DType T>
 HWY_INLINE VF RoundTo(DF d, VF v) {

@@ -76,6 +76,7 @@ const NormCase kNormCases[] = {
     {{1, 1}, false, NormCase::kCompact},        {{1, 7}, false, NormCase::kCompact},
     {{3, 17}, false, NormCase::kCompact},       {{5, 4096}, false, NormCase::kCompact},
     {{257, 33}, false, NormCase::kCompact},     {{512, 1024}, false, NormCase::kCompact},
+    {{2048, 1024}, false, NormCase::kCompact},  // 8 MiB of float32 output: streamed
     {{64, 1000}, false, NormCase::kRowPadding}, {{3, 2, 129}, false, NormCase::kPermuted},
     {{9, 31}, false, NormCase::kInPlace},       {{1, 5}, true, NormCase::kCompact},
     {{7, 100}, true, NormCase::kCompact},       {{384, 1024}, true, NormCase::kRowPadding},
@@ -154,7 +155,7 @@ struct ActivationCase {
 
 const ActivationCase kActivationCases[] = {
     {{1, 2}, false},   {{1, 14}, false},    {{3, 32}, false},    {{5, 200}, false},
-    {{300, 66}, true}, {{2, 3, 34}, false}, {{4, 22016}, false}, {{512, 1026}, true},
+    {{300, 66}, true}, {{2, 3, 34}, false}, {{4, 22016}, false}, {{1024, 8192}, false}, {{512, 1026}, true},
 };
 
 const activation::Activation kActivations[] = {activation::Activation::kSilu,

@@ -5,7 +5,7 @@
 #define HWY_TARGET_INCLUDE "activation/cpu/activation.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // foreach_target.h first: it re-includes this file once per target.
-#include <hwy/contrib/math/math-inl.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -22,17 +22,21 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
+using kernels::HWY_NAMESPACE::ExpF;
 using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::RecipF;
 using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::StreamAligned;
+using kernels::HWY_NAMESPACE::StreamF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
 // x * sigmoid(y), with e = exp(-|y|) <= 1 so nothing overflows: sigmoid(y) is 1 / (1 + e) for
 // y >= 0 and e / (1 + e) below.
 HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
-  const VF e = hn::Exp(d, hn::Neg(hn::Abs(y)));
+  const VF e = ExpF(d, hn::Neg(hn::Abs(y)));
   const VF num = hn::IfThenElse(hn::Lt(y, hn::Zero(d)), hn::Mul(x, e), x);
-  return hn::Div(num, hn::Add(hn::Set(d, 1.0f), e));
+  return hn::Mul(num, RecipF(d, hn::Add(hn::Set(d, 1.0f), e)));
 }
 
 // x / 2 * (1 + erf(x / sqrt(2))) through erfc(z), z = |x| / sqrt(2), by the Chebyshev fit of
@@ -42,7 +46,7 @@ HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
 // either side.
 HWY_INLINE VF Gelu(DF d, VF x) {
   const VF z = hn::Mul(hn::Abs(x), hn::Set(d, 0.70710678118654752f));
-  const VF t = hn::Div(hn::Set(d, 1.0f), hn::MulAdd(z, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
+  const VF t = RecipF(d, hn::MulAdd(z, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
   VF p = hn::Set(d, 0.17087277f);
   p = hn::MulAdd(p, t, hn::Set(d, -0.82215223f));
   p = hn::MulAdd(p, t, hn::Set(d, 1.48851587f));
@@ -53,7 +57,7 @@ HWY_INLINE VF Gelu(DF d, VF x) {
   p = hn::MulAdd(p, t, hn::Set(d, 0.37409196f));
   p = hn::MulAdd(p, t, hn::Set(d, 1.00002368f));
   p = hn::MulAdd(p, t, hn::Set(d, -1.26551223f));
-  const VF erfc = hn::Mul(t, hn::Exp(d, hn::NegMulAdd(z, z, p)));
+  const VF erfc = hn::Mul(t, ExpF(d, hn::NegMulAdd(z, z, p)));
   const VF h = hn::Mul(hn::Mul(x, hn::Set(d, 0.5f)), erfc);
   return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), h, hn::Sub(x, h));
 }
@@ -78,10 +82,19 @@ HWY_INLINE VF Act(DF d, VF x) {
 
 // Columns [c0, c1) of one row.
 template <Activation A, DType T>
-HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0, int64_t c1) {
+HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0, int64_t c1,
+                        bool stream) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = c0;
+  if (stream && StreamAligned<T>(d, out) && c0 % N == 0) {
+    for (; i + 2 * N <= c1; i += 2 * N) {
+      const VF y0 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i));
+      const VF y1 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i + N)), LoadF<T>(d, up, i + N));
+      StreamF<T>(d, y0, out, i);
+      StreamF<T>(d, y1, out, i + N);
+    }
+  }
   for (; i + 2 * N <= c1; i += 2 * N) {
     const VF y0 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i));
     const VF y1 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i + N)), LoadF<T>(d, up, i + N));
@@ -108,14 +121,16 @@ void RunTyped(const Problem& p) {
   const int64_t chunks = (p.d + kChunk - 1) / kChunk;
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const int64_t item_bytes = std::min(p.d, kChunk) * es * 3;
+  const bool stream = p.rows * p.d * es >= kernels::HWY_NAMESPACE::kStreamBytes;
   kernels::parallel_ranges(p.rows * chunks, item_bytes, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / chunks;
       const int64_t c0 = (item % chunks) * kChunk;
       const char* gate = p.input.data + p.input.offset(r) * es;
       Columns<A, T>(gate, gate + p.d * es, p.output.data + p.output.offset(r) * es, c0,
-                    std::min(p.d, c0 + kChunk));
+                    std::min(p.d, c0 + kChunk), stream);
     }
+    if (stream) hwy::FlushStream();
   });
 }
 

@@ -6,6 +6,7 @@
 #define HWY_TARGET_INCLUDE "rmsnorm/cpu/rmsnorm.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // foreach_target.h first: it re-includes this file once per target.
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cmath>
@@ -25,6 +26,8 @@ using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::RoundTo;
 using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::StreamAligned;
+using kernels::HWY_NAMESPACE::StreamF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
@@ -69,11 +72,17 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
 }
 
 template <DType T>
-HWY_INLINE void Scale(const void* x, const void* weight, float inv_rms, void* out, int64_t n) {
+HWY_INLINE void Scale(const void* x, const void* weight, float inv_rms, void* out, int64_t n,
+                      bool stream) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF s = hn::Set(d, inv_rms);
   int64_t i = 0;
+  if (stream && StreamAligned<T>(d, out)) {
+    for (; i + N <= n; i += N) {
+      StreamF<T>(d, hn::Mul(hn::Mul(LoadF<T>(d, x, i), s), LoadF<T>(d, weight, i)), out, i);
+    }
+  }
   for (; i + N <= n; i += N) {
     StoreF<T>(d, hn::Mul(hn::Mul(LoadF<T>(d, x, i), s), LoadF<T>(d, weight, i)), out, i);
   }
@@ -87,7 +96,7 @@ HWY_INLINE void Scale(const void* x, const void* weight, float inv_rms, void* ou
 }
 
 template <DType T, bool kResidual>
-void NormRows(const Problem& p, int64_t begin, int64_t end) {
+void NormRows(const Problem& p, int64_t begin, int64_t end, bool stream) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   for (int64_t r = begin; r < end; ++r) {
     const char* x = p.input.data + p.input.offset(r) * es;
@@ -96,19 +105,24 @@ void NormRows(const Problem& p, int64_t begin, int64_t end) {
     const float sum = SumSquares<T, kResidual>(x, residual, p.hidden);
     const double mean = static_cast<double>(sum) / static_cast<double>(p.hidden);
     const auto inv_rms = static_cast<float>(1.0 / std::sqrt(mean + p.epsilon));
-    Scale<T>(kResidual ? residual : x, p.weight, inv_rms, out, p.hidden);
+    Scale<T>(kResidual ? residual : x, p.weight, inv_rms, out, p.hidden, stream);
   }
+  if (stream) hwy::FlushStream();
 }
 
 template <DType T>
 void RunTyped(const Problem& p) {
   const int64_t row_bytes =
       p.hidden * static_cast<int64_t>(kernels::dtype_size(T)) * (p.residual.data ? 4 : 2);
+  // An output written in place over the input is in cache already: plain stores.
+  const bool stream = p.output.data != p.input.data &&
+                      p.rows * p.hidden * static_cast<int64_t>(kernels::dtype_size(T)) >=
+                          kernels::HWY_NAMESPACE::kStreamBytes;
   kernels::parallel_ranges(p.rows, row_bytes, [&](int64_t begin, int64_t end) {
     if (p.residual.data) {
-      NormRows<T, true>(p, begin, end);
+      NormRows<T, true>(p, begin, end, stream);
     } else {
-      NormRows<T, false>(p, begin, end);
+      NormRows<T, false>(p, begin, end, stream);
     }
   });
 }
