@@ -101,7 +101,9 @@ struct MemoryInfo {
 };
 
 // A kernel (ABI 1.3). `function` has the op's type (bp_attention_forward_fn for
-// "attention_forward"); `context` comes back to it on every call and must outlive the plugin's
+// "attention_forward"; from ABI 1.4 bp_rms_norm_fn for "rms_norm", bp_gated_activation_fn for
+// "silu_and_mul", "gelu_and_mul" and "gelu_tanh_and_mul", bp_rotary_embedding_fn for
+// "rotary_embedding"); `context` comes back to it on every call and must outlive the plugin's
 // state (the plugin object itself is a good context).
 struct KernelSpec {
   std::string op;
