@@ -6,8 +6,9 @@
 //   attention/decode_.../libtorch_folded  at::scaled_dot_product_attention with the query heads
 //                                         of a kv head folded into its rows (no enable_gqa):
 //                                         LibTorch's fastest way to decode with GQA
-//   attention/decode_.../backplane_torch  the sdpa kernel through backplane::torch::Attention
-//                                         and the cpu plugin (what the bridge adds, if anything)
+//   attention/decode_.../backplane_plugin the cpu plugin's sdpa kernel, called directly
+//   attention/decode_.../backplane_torch  the same through backplane::torch::Attention: its
+//                                         time over backplane_plugin's is what the bridge adds
 // All with the same thread count: BACKPLANE_BENCH_THREADS, default hardware_concurrency().
 // Each backplane benchmark reports its ratios as counters (against the latest libtorch and
 // roofline runs of this process); bench/attention_report.py recomputes them from medians.
@@ -292,19 +293,50 @@ void AttentionLibTorchFolded(benchmark::State& state, const AttnCase* c) {
 #ifdef BACKPLANE_BENCH_TORCH_BRIDGE
 // The cpu plugin has its own copy of the kernels and of their thread pool, which keeps its
 // default size (hardware_concurrency): measured only when that is the thread count of the run.
-void AttentionBackplaneTorch(benchmark::State& state, const AttnCase* c) {
-  const int threads = setup_threads();
-  if (static_cast<unsigned>(threads) != std::thread::hardware_concurrency()) {
-    state.SkipWithError(
-        "the cpu plugin's kernels run on hardware_concurrency() threads; "
-        "unset BACKPLANE_BENCH_THREADS to compare");
-    return;
-  }
+bool plugin_threads_match(benchmark::State& state) {
+  if (static_cast<unsigned>(setup_threads()) == std::thread::hardware_concurrency()) return true;
+  state.SkipWithError(
+      "the cpu plugin's kernels run on hardware_concurrency() threads; "
+      "unset BACKPLANE_BENCH_THREADS to compare");
+  return false;
+}
+
+const backplane::Runtime& plugin_runtime() {
   static const backplane::Runtime runtime = [] {
     backplane::RuntimeOptions options = backplane::RuntimeOptions::from_environment();
     if (!options.only_plugins) options.only_plugins = std::vector<std::string>{"cpu"};
     return backplane::Runtime::open(options);
   }();
+  return runtime;
+}
+
+// The plugin's sdpa kernel called directly over the DLTensors: the baseline of the bridge, with
+// the same copy of the kernels and the same thread pool.
+void AttentionBackplanePlugin(benchmark::State& state, const AttnCase* c) {
+  if (!plugin_threads_match(state)) return;
+  Buffers& b = buffers(*c);
+  const backplane::AttentionKernel sdpa =
+      plugin_runtime().attention_kernel(backplane::Device("cpu"), "sdpa");
+  bp_attention_args args{};
+  args.struct_size = sizeof args;
+  args.query = &b.tq;
+  args.key = &b.tk;
+  args.value = &b.tv;
+  args.output = &b.tout;
+  args.causal = c->causal ? 1 : 0;
+  LoopTimer timer(state);
+  timer.start();
+  for (auto _ : state) {
+    sdpa(args);
+    benchmark::ClobberMemory();
+  }
+  seconds()[std::string("attention/") + c->name + "/backplane_plugin"] = timer.stop();
+  add_size_counters(state, *c);
+}
+
+void AttentionBackplaneTorch(benchmark::State& state, const AttnCase* c) {
+  if (!plugin_threads_match(state)) return;
+  const backplane::Runtime& runtime = plugin_runtime();
   Buffers& b = buffers(*c);
   const auto opts = at::TensorOptions().dtype(c->bf16 ? at::kBFloat16 : at::kFloat);
   const at::Tensor q = at::from_blob(b.q.data(), b.qs, opts);
@@ -325,8 +357,8 @@ void AttentionBackplaneTorch(benchmark::State& state, const AttnCase* c) {
   seconds()[base + "/backplane_torch"] = secs;
   add_size_counters(state, *c);
   auto& s = seconds();
-  if (s.count(base + "/backplane") && secs > 0) {
-    state.counters["time_vs_backplane"] = secs / s[base + "/backplane"];
+  if (s.count(base + "/backplane_plugin") && secs > 0) {
+    state.counters["time_vs_plugin"] = secs / s[base + "/backplane_plugin"];
   }
 }
 #endif
@@ -389,6 +421,9 @@ int register_attention() {
         ->UseRealTime();
 #endif
 #ifdef BACKPLANE_BENCH_TORCH_BRIDGE
+    benchmark::RegisterBenchmark((base + "/backplane_plugin").c_str(), AttentionBackplanePlugin, &c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark((base + "/backplane_torch").c_str(), AttentionBackplaneTorch, &c)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
