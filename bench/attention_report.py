@@ -175,8 +175,9 @@ def main():
         # The bridge calls the cpu plugin's copy of the kernels (their own thread pool), so its
         # baseline is that copy called directly, not the program's own.
         print()
-        print(f"The LibTorch bridge: `backplane_torch` / `backplane_plugin` time = "
-              f"{bridge / plugin:.3f} (decode; 1 means the bridge adds nothing)")
+        print(f"The LibTorch bridge (decode): `backplane_torch` {fmt_ms(bridge)} ms / "
+              f"`backplane_plugin` {fmt_ms(plugin)} ms = {bridge / plugin:.3f} "
+              f"(1 means the bridge adds nothing)")
     print()
     print("| Goal | Measured | Result |")
     print("|---|---:|:---:|")
