@@ -1,0 +1,101 @@
+// Model layers for LibTorch programs whose forward runs the Hub kernel use_kernels bound to
+// them, and the plain LibTorch composite otherwise: the C++ counterpart of transformers' layers
+// decorated with use_kernel_forward_from_hub.
+//
+//   auto kernels = std::make_shared<backplane::hub::LayerKernels>(
+//       backplane::hub::LayerKernels::use_kernels(runtime, device, store));
+//   backplane::torch::RMSNorm norm(weight, 1e-6, kernels);
+//   at::Tensor y = norm(x);             // the RMSNorm kernel, if one is bound
+//   kernels->set_mode(backplane::KernelMode::training());
+//   y = norm(x);                        // the composite, if no training kernel is bound
+//
+// Each layer asks the shared LayerKernels for its kernel on every call (a map lookup), so a mode
+// switch reaches every layer at once. Without LayerKernels (nullptr) a layer is the composite.
+// The layers are forward only: outputs do not track gradients on the kernel path.
+#pragma once
+
+#include <backplane/hub/use_kernels.hpp>
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+
+namespace backplane::torch {
+
+using SharedLayerKernels = std::shared_ptr<const hub::LayerKernels>;
+
+// Shared by the layers below: the name under which they look themselves up ("RMSNorm") and
+// whether the last call ran a kernel.
+class KernelLayer {
+ public:
+  const std::string& layer_name() const { return name_; }
+  // Whether a kernel is bound for this layer in the current mode.
+  bool uses_kernel() const;
+
+ protected:
+  KernelLayer(std::string name, SharedLayerKernels kernels)
+      : name_(std::move(name)), kernels_(std::move(kernels)) {}
+  // The bound kernel, or nullptr (composite) when none is bound or the input is not on the
+  // LayerKernels' device.
+  const hub::BoundLayerKernel* kernel_for(const at::Tensor& input) const;
+
+ private:
+  std::string name_;
+  SharedLayerKernels kernels_;
+};
+
+// transformers' LlamaRMSNorm: x * rsqrt(mean(x^2, -1) + eps) * weight, computed in float32.
+class RMSNorm : public KernelLayer {
+ public:
+  RMSNorm(at::Tensor weight, double eps, SharedLayerKernels kernels = nullptr);
+  at::Tensor operator()(const at::Tensor& x) const;
+  // The fused residual add: residual += x (in place), then returns rms_norm(residual).
+  at::Tensor operator()(const at::Tensor& x, at::Tensor& residual) const;
+
+ private:
+  at::Tensor weight_;
+  double eps_;
+};
+
+// x [..., 2d] -> act(x[..., :d]) * x[..., d:], act SiLU, GELU (erf) or GELU (tanh).
+class GatedActivation : public KernelLayer {
+ public:
+  enum class Kind { kSilu, kGelu, kGeluTanh };
+  GatedActivation(Kind kind, SharedLayerKernels kernels = nullptr);
+  at::Tensor operator()(const at::Tensor& x) const;
+
+ private:
+  Kind kind_;
+};
+struct SiluAndMul : GatedActivation {
+  explicit SiluAndMul(SharedLayerKernels kernels = nullptr)
+      : GatedActivation(Kind::kSilu, std::move(kernels)) {}
+};
+struct GeluAndMul : GatedActivation {
+  explicit GeluAndMul(SharedLayerKernels kernels = nullptr)
+      : GatedActivation(Kind::kGelu, std::move(kernels)) {}
+};
+struct GeluTanhAndMul : GatedActivation {
+  explicit GeluTanhAndMul(SharedLayerKernels kernels = nullptr)
+      : GatedActivation(Kind::kGeluTanh, std::move(kernels)) {}
+};
+
+// Rotary position embedding, in place on q [batch, heads_q, seq, head_dim] and k [batch,
+// heads_k, seq, head_dim]. cos and sin are [seq, rotary_dim / 2] (cos(position * inv_freq),
+// not repeated); neox style rotates halves (transformers' apply_rotary_pos_emb), interleaved
+// rotates pairs (GPT-J).
+class RotaryEmbedding : public KernelLayer {
+ public:
+  explicit RotaryEmbedding(bool interleaved = false, SharedLayerKernels kernels = nullptr);
+  void operator()(at::Tensor& q, at::Tensor& k, const at::Tensor& cos, const at::Tensor& sin) const;
+
+  // cos and sin tables [seq, rotary_dim / 2] in float32 for positions 0..seq-1.
+  static std::pair<at::Tensor, at::Tensor> tables(int64_t seq, int64_t rotary_dim,
+                                                  double base = 10000.0);
+
+ private:
+  bool interleaved_;
+};
+
+}  // namespace backplane::torch

@@ -1,0 +1,182 @@
+#include <backplane/error.hpp>
+#include <backplane/torch/device.hpp>
+#include <backplane/torch/dlpack.hpp>
+#include <backplane/torch/layers.hpp>
+
+#include <ATen/ATen.h>
+
+namespace backplane::torch {
+namespace {
+
+// The kernel's status as an exception naming the layer; nothing for success.
+void check(bp_status* status, const std::string& layer) {
+  const std::string message = hub::LoadedPackage::take_status(status);
+  if (!message.empty()) throw InvalidArgument(layer + " kernel: " + message);
+}
+
+// The kernels need the last dim contiguous; other strides pass as they are.
+at::Tensor last_dim_contiguous(const at::Tensor& t) {
+  return t.dim() > 0 && t.size(-1) > 1 && t.stride(-1) != 1 ? t.contiguous() : t;
+}
+
+template <class Fn>
+Fn function_of(const hub::BoundLayerKernel& bound) {
+  return reinterpret_cast<Fn>(bound.kernel.function);
+}
+
+}  // namespace
+
+bool KernelLayer::uses_kernel() const {
+  return kernels_ != nullptr && kernels_->find(name_) != nullptr;
+}
+
+const hub::BoundLayerKernel* KernelLayer::kernel_for(const at::Tensor& input) const {
+  if (kernels_ == nullptr) return nullptr;
+  const hub::BoundLayerKernel* bound = kernels_->find(name_);
+  if (bound == nullptr) return nullptr;
+  // LibTorch's "cpu" has no index; the kernels' device always has one ("cpu:0").
+  const Device on = backplane_device(input.device());
+  const Device& bound_to = kernels_->device();
+  if (on.type() != bound_to.type() || on.index().value_or(0) != bound_to.index().value_or(0)) {
+    return nullptr;
+  }
+  return bound;
+}
+
+RMSNorm::RMSNorm(at::Tensor weight, double eps, SharedLayerKernels kernels)
+    : KernelLayer("RMSNorm", std::move(kernels)), weight_(std::move(weight)), eps_(eps) {}
+
+at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
+  if (const hub::BoundLayerKernel* k = kernel_for(x)) {
+    const at::Tensor input = last_dim_contiguous(x);
+    at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
+    const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
+        out_view(out, "output");
+    bp_rms_norm_args args{};
+    args.struct_size = sizeof args;
+    args.input = in_view.get();
+    args.weight = weight_view.get();
+    args.output = out_view.get();
+    args.epsilon = eps_;
+    check(function_of<bp_rms_norm_fn>(*k)(k->kernel.context, &args), layer_name());
+    return out;
+  }
+  const at::Tensor x32 = x.to(at::kFloat);
+  const at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, true) + eps_);
+  return weight_ * normed.to(x.scalar_type());
+}
+
+at::Tensor RMSNorm::operator()(const at::Tensor& x, at::Tensor& residual) const {
+  if (const hub::BoundLayerKernel* k = kernel_for(x); k != nullptr && residual.stride(-1) == 1) {
+    const at::Tensor input = last_dim_contiguous(x);
+    at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
+    const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
+        residual_view(residual, "residual"), out_view(out, "output");
+    bp_rms_norm_args args{};
+    args.struct_size = sizeof args;
+    args.input = in_view.get();
+    args.weight = weight_view.get();
+    args.residual = residual_view.get();
+    args.output = out_view.get();
+    args.epsilon = eps_;
+    check(function_of<bp_rms_norm_fn>(*k)(k->kernel.context, &args), layer_name());
+    return out;
+  }
+  residual.add_(x);
+  return (*this)(residual);
+}
+
+GatedActivation::GatedActivation(Kind kind, SharedLayerKernels kernels)
+    : KernelLayer(kind == Kind::kSilu   ? "SiluAndMul"
+                  : kind == Kind::kGelu ? "GeluAndMul"
+                                        : "GeluTanhAndMul",
+                  std::move(kernels)),
+      kind_(kind) {}
+
+at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
+  if (x.dim() == 0 || x.size(-1) % 2 != 0) {
+    throw InvalidArgument(layer_name() + ": the last dim of x must be even (2 * d), got shape " +
+                          c10::str(x.sizes()));
+  }
+  const int64_t d = x.size(-1) / 2;
+  if (const hub::BoundLayerKernel* k = kernel_for(x)) {
+    const at::Tensor input = last_dim_contiguous(x);
+    std::vector<int64_t> shape = input.sizes().vec();
+    shape.back() = d;
+    at::Tensor out = at::empty(shape, input.options());
+    const DLTensorView in_view(input, "input"), out_view(out, "output");
+    bp_gated_activation_args args{};
+    args.struct_size = sizeof args;
+    args.input = in_view.get();
+    args.output = out_view.get();
+    check(function_of<bp_gated_activation_fn>(*k)(k->kernel.context, &args), layer_name());
+    return out;
+  }
+  const at::Tensor gate = x.narrow(-1, 0, d), up = x.narrow(-1, d, d);
+  switch (kind_) {
+    case Kind::kSilu:
+      return at::silu(gate) * up;
+    case Kind::kGelu:
+      return at::gelu(gate) * up;
+    case Kind::kGeluTanh:
+      return at::gelu(gate, "tanh") * up;
+  }
+  return {};
+}
+
+RotaryEmbedding::RotaryEmbedding(bool interleaved, SharedLayerKernels kernels)
+    : KernelLayer("RotaryEmbedding", std::move(kernels)), interleaved_(interleaved) {}
+
+std::pair<at::Tensor, at::Tensor> RotaryEmbedding::tables(int64_t seq, int64_t rotary_dim,
+                                                          double base) {
+  const at::Tensor inv_freq =
+      at::pow(base, at::arange(0, rotary_dim, 2, at::kFloat) / static_cast<double>(rotary_dim))
+          .reciprocal();
+  const at::Tensor angles = at::outer(at::arange(seq, at::kFloat), inv_freq);
+  return {angles.cos(), angles.sin()};
+}
+
+void RotaryEmbedding::operator()(at::Tensor& q, at::Tensor& k, const at::Tensor& cos,
+                                 const at::Tensor& sin) const {
+  const hub::BoundLayerKernel* kernel = kernel_for(q);
+  if (kernel != nullptr && q.stride(-1) == 1 && k.stride(-1) == 1) {
+    const DLTensorView q_view(q, "query"), k_view(k, "key"), cos_view(cos, "cos"),
+        sin_view(sin, "sin");
+    bp_rotary_embedding_args args{};
+    args.struct_size = sizeof args;
+    args.query = q_view.get();
+    args.key = k_view.get();
+    args.cos = cos_view.get();
+    args.sin = sin_view.get();
+    args.style = interleaved_ ? BP_ROTARY_INTERLEAVED : BP_ROTARY_NEOX;
+    check(function_of<bp_rotary_embedding_fn>(*kernel)(kernel->kernel.context, &args),
+          layer_name());
+    return;
+  }
+  const int64_t half = cos.size(-1), rotary_dim = 2 * half;
+  // [seq, half] broadcasts over [batch, heads, seq, .]; [batch, seq, half] needs the heads dim.
+  const at::Tensor cos_b = cos.dim() == 3 ? cos.unsqueeze(1) : cos;
+  const at::Tensor sin_b = sin.dim() == 3 ? sin.unsqueeze(1) : sin;
+  const auto rotate = [&](at::Tensor& x) {
+    at::Tensor part = x.narrow(-1, 0, rotary_dim);
+    const at::Tensor x32 = part.to(at::kFloat);
+    at::Tensor rotated;
+    if (interleaved_) {  // pairs (x[2i], x[2i + 1])
+      const at::Tensor even = x32.slice(-1, 0, rotary_dim, 2),
+                       odd = x32.slice(-1, 1, rotary_dim, 2);
+      const at::Tensor c = cos_b.to(at::kFloat), s = sin_b.to(at::kFloat);
+      rotated = at::stack({even * c - odd * s, odd * c + even * s}, -1).flatten(-2);
+    } else {  // halves, as transformers' rotate_half
+      const at::Tensor c = at::cat({cos_b, cos_b}, -1).to(at::kFloat);
+      const at::Tensor s = at::cat({sin_b, sin_b}, -1).to(at::kFloat);
+      const at::Tensor rotate_half =
+          at::cat({-x32.narrow(-1, half, half), x32.narrow(-1, 0, half)}, -1);
+      rotated = x32 * c + rotate_half * s;
+    }
+    part.copy_(rotated);
+  };
+  rotate(q);
+  rotate(k);
+}
+
+}  // namespace backplane::torch
