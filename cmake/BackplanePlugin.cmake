@@ -1,17 +1,21 @@
 # backplane_add_plugin(NAME <name> SOURCES <src>... DEVICE_TYPES <type>...
-#                      [LIBRARIES <lib>...] [OUTPUT_DIRECTORY <dir>] [NO_INSTALL])
+#                      [LIBRARIES <lib>...] [OUTPUT_DIRECTORY <dir>] [NO_INSTALL]
+#                      [COMPONENT <install component>])
 #
 # Builds libbackplane-<name>.so as a plugin: hidden visibility, and a version script that
 # exports only the entry symbol, so two plugins can never clash. Writes its manifest
-# <name>.json next to the library and installs both into the plugin folder.
-# Used by the in-tree backends and, installed with the SDK, by vendors' own builds.
+# <name>.json next to the library and installs both into the plugin folder,
+# <prefix>/lib/backplane/plugins, in the install component COMPONENT (default plugin_<name>).
+# Used by the in-tree backends and, installed with the SDK (find_package(backplane)), by
+# vendors' own builds: there the library goes to the current binary folder unless
+# OUTPUT_DIRECTORY says otherwise, and links only backplane::plugin_sdk and LIBRARIES.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 
 set(_backplane_plugin_abi_version "1.4")
 
 function(backplane_add_plugin)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "NO_INSTALL" "NAME;OUTPUT_DIRECTORY"
+  cmake_parse_arguments(PARSE_ARGV 0 arg "NO_INSTALL" "NAME;OUTPUT_DIRECTORY;COMPONENT"
                         "SOURCES;DEVICE_TYPES;LIBRARIES")
   if(NOT arg_NAME OR NOT arg_SOURCES OR NOT arg_DEVICE_TYPES)
     message(FATAL_ERROR "backplane_add_plugin needs NAME, SOURCES and DEVICE_TYPES")
@@ -66,8 +70,12 @@ function(backplane_add_plugin)
   }
 }
 ")
+  if(NOT arg_COMPONENT)
+    set(arg_COMPONENT plugin_${arg_NAME})
+  endif()
   if(NOT arg_NO_INSTALL)
-    install(TARGETS ${target} LIBRARY DESTINATION ${install_dir})
-    install(FILES ${out_dir}/${arg_NAME}.json DESTINATION ${install_dir})
+    install(TARGETS ${target} LIBRARY DESTINATION ${install_dir} COMPONENT ${arg_COMPONENT})
+    install(FILES ${out_dir}/${arg_NAME}.json DESTINATION ${install_dir}
+            COMPONENT ${arg_COMPONENT})
   endif()
 endfunction()

@@ -4,6 +4,8 @@
 #include <backplane/device_info.hpp>
 #include <backplane/runtime.hpp>
 
+#include "process_resources.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -18,7 +20,10 @@ void PrintTo(const PluginUnderTest& plugin, std::ostream* os) {
   *os << plugin.label;
 }
 
+void link_kernel_checks();  // kernel_checks.cpp
+
 PluginUnderTest plugin_under_test(const char* label, const std::filesystem::path& manifest) {
+  link_kernel_checks();  // so that a program using the macro links the kernel checks too
   return PluginUnderTest{label, manifest};
 }
 
@@ -194,16 +199,33 @@ TEST_P(PluginConformance, MemoryInfoIsConsistent) {
   }
 }
 
-TEST_P(PluginConformance, OpensAndClosesRepeatedly) {
+TEST_P(PluginConformance, OpensAndClosesRepeatedlyWithoutLeaks) {
+  std::filesystem::path library;
   size_t devices = 0;
-  for (int i = 0; i < 20; ++i) {
+  {  // the first open loads what stays loaded for the process (the plugin's dependencies)
+    const Runtime rt = open();
+    const PluginInfo* plugin = the_plugin(rt);
+    ASSERT_NE(plugin, nullptr);
+    ASSERT_EQ(plugin->status, PluginStatus::kLoaded) << plugin->error;
+    library = std::filesystem::weakly_canonical(plugin->library);
+    devices = rt.devices().size();
+  }
+  const ProcessResources before = process_resources(library);
+  for (int i = 0; i < 50; ++i) {
     const Runtime rt = open();
     const PluginInfo* plugin = the_plugin(rt);
     ASSERT_NE(plugin, nullptr);
     ASSERT_EQ(plugin->status, PluginStatus::kLoaded) << "open " << i << ": " << plugin->error;
-    if (i == 0) devices = rt.devices().size();
     ASSERT_EQ(rt.devices().size(), devices) << "open " << i;
+    if (i == 0) {
+      EXPECT_GT(process_resources(library).library_mappings, before.library_mappings)
+          << library << " is not mapped while a runtime holds it";
+    }
   }
+  const ProcessResources after = process_resources(library);
+  EXPECT_EQ(after.open_files, before.open_files) << "file descriptors left open by 50 opens";
+  EXPECT_EQ(after.library_mappings, before.library_mappings)
+      << "mappings of " << library << " left after the last runtime closed";
 }
 
 }  // namespace backplane::conformance

@@ -12,6 +12,12 @@ BACKPLANE_CONFORMANCE_SUITE(mps, BACKPLANE_PLUGIN_BUILD_DIR "/mps.json");
 #ifdef BACKPLANE_HAVE_CUDA_PLUGIN
 BACKPLANE_CONFORMANCE_SUITE(cuda, BACKPLANE_PLUGIN_BUILD_DIR "/cuda.json");
 #endif
+#ifdef BACKPLANE_HAVE_ROCM_PLUGIN
+BACKPLANE_CONFORMANCE_SUITE(rocm, BACKPLANE_PLUGIN_BUILD_DIR "/rocm.json");
+#endif
+#ifdef BACKPLANE_HAVE_XPU_PLUGIN
+BACKPLANE_CONFORMANCE_SUITE(xpu, BACKPLANE_PLUGIN_BUILD_DIR "/xpu.json");
+#endif
 #ifdef BACKPLANE_HAVE_SIM_PLUGIN
 // Simulating the mixed topology for this whole program: the other plugins ignore the variable.
 static const bool sim_topology_set =

@@ -68,7 +68,8 @@ target_link_options(backplane-rocm-attention PRIVATE "LINKER:--version-script=${
                     "LINKER:--no-undefined")
 target_link_libraries(backplane-rocm-attention PRIVATE backplane_attention_gpu_validate
                       backplane::plugin_sdk ${BACKPLANE_AMDHIP64} backplane_warnings)
-install(TARGETS backplane-rocm-attention LIBRARY DESTINATION ${BACKPLANE_PLUGIN_INSTALL_DIR})
+install(TARGETS backplane-rocm-attention LIBRARY DESTINATION ${BACKPLANE_PLUGIN_INSTALL_DIR}
+        COMPONENT plugin_rocm)
 set(BACKPLANE_ROCM_ATTENTION_ARCHS "${hip_archs}" CACHE INTERNAL
     "the AMD archs libbackplane-rocm-attention.so has code for")
 message(STATUS "backplane: HIP attention kernels for ${hip_targets_text} (${BACKPLANE_HIPCC})")

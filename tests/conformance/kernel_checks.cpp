@@ -1,0 +1,281 @@
+// Kernel checks of the conformance suite: every attention_forward kernel a plugin registers runs
+// within its declared requirements (dtypes, head sizes) and gives the right answer, and refuses
+// bad calls with an error status, writing nothing, instead of crashing.
+#include "host_tensor.hpp"
+
+#include <backplane/conformance.hpp>
+#include <backplane/device_info.hpp>
+#include <backplane/error.hpp>
+#include <backplane/kernels.hpp>
+#include <backplane/runtime.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace backplane::conformance {
+
+void link_kernel_checks() {}
+
+namespace {
+
+// Where a device's tensors live, for DLPack, and whether they are host memory the suite can
+// make (the cpu, and devices of types without a DLPack code that share the host's memory).
+// DLPack 0.7 added kDLOneAPI (14); Debian's header (0.6) does not name it.
+constexpr auto kDLOneApiDevice = static_cast<DLDeviceType>(14);
+
+struct TensorPlace {
+  DLDeviceType type;
+  bool host_memory;
+};
+
+std::optional<TensorPlace> tensor_place(const DeviceInfo& d) {
+  const std::string& type = d.device.type();
+  if (type == "cpu") return TensorPlace{kDLCPU, true};
+  if (type == "cuda") return TensorPlace{d.plugin == "rocm" ? kDLROCM : kDLCUDA, false};
+  if (type == "rocm") return TensorPlace{kDLROCM, false};
+  if (type == "xpu") return TensorPlace{kDLOneApiDevice, false};
+  if (type == "mps") return TensorPlace{kDLMetal, false};
+  if (d.has(kCapUnifiedMemory)) return TensorPlace{kDLCPU, true};
+  return std::nullopt;
+}
+
+// A kernel with each device it can run on (the host's own check, kernel_mismatch).
+struct Target {
+  KernelInfo kernel;
+  DeviceInfo device;
+  TensorPlace place;
+};
+
+std::vector<Target> attention_targets(const Runtime& rt, std::vector<std::string>* skipped) {
+  std::vector<Target> out;
+  for (const KernelInfo& k : rt.kernels()) {
+    if (k.op != kAttentionForward) continue;
+    for (const DeviceInfo& d : rt.devices(k.device_type)) {
+      if (!kernel_mismatch(k, d).empty()) continue;
+      const std::optional<TensorPlace> place = tensor_place(d);
+      if (!place) {
+        skipped->push_back(k.implementation + " on " + d.device.str() +
+                           ": no DLPack device known for its tensors");
+        continue;
+      }
+      out.push_back({k, d, *place});
+    }
+  }
+  return out;
+}
+
+struct Shape {
+  const char* name;
+  int64_t batch, heads_q, heads_kv, seq_q, seq_k, head_dim;
+  bool causal;
+  bool mask;
+};
+
+// The tensors of one call; `data` false leaves them as placeholders on a device the suite
+// cannot reach (invalid calls only: the kernel must refuse them before touching memory).
+struct Call {
+  Call(const Shape& s, DLDataType dtype, DLDevice device)
+      : q({s.batch, s.heads_q, s.seq_q, s.head_dim}, dtype, device),
+        k({s.batch, s.heads_kv, s.seq_k, s.head_dim}, dtype, device),
+        v({s.batch, s.heads_kv, s.seq_k, s.head_dim}, dtype, device),
+        out({s.batch, s.heads_q, s.seq_q, s.head_dim}, dtype, device),
+        mask({s.batch, 1, s.seq_q, s.seq_k}, DLDataType{kDLUInt, 8, 1}, device) {
+    mask.dl().dtype.code = 6;  // kDLBool (DLPack 0.8; older headers do not name it)
+    q.fill_random(1);
+    k.fill_random(2);
+    v.fill_random(3);
+    for (int64_t i = 0; i < out.size(); ++i) out.set(i, 42.0f);  // a sentinel
+    const int64_t sk = s.seq_k;
+    for (int64_t i = 0; i < mask.size(); ++i) {
+      reinterpret_cast<uint8_t*>(mask.dl().data)[i] = (i % sk) % 3 != 1 || i % sk == 0;
+    }
+    args.struct_size = sizeof args;
+    args.query = q.get();
+    args.key = k.get();
+    args.value = v.get();
+    args.mask = s.mask ? mask.get() : nullptr;
+    args.output = out.get();
+    args.causal = s.causal ? 1 : 0;
+    args.scale = 0;
+  }
+  HostTensor q, k, v, out, mask;
+  bp_attention_args args{};
+};
+
+// softmax(q k^T / sqrt(d) + mask) v in double, from the values as stored.
+std::vector<double> reference(const Shape& s, const Call& c) {
+  std::vector<double> out(static_cast<size_t>(c.out.size()), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  const uint8_t* m = reinterpret_cast<const uint8_t*>(c.mask.get()->data);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads_q; ++h) {
+      const int64_t hk = h / (s.heads_q / s.heads_kv);
+      for (int64_t i = 0; i < s.seq_q; ++i) {
+        std::vector<double> w(static_cast<size_t>(s.seq_k), 0.0);
+        double max_score = -INFINITY;
+        for (int64_t j = 0; j < s.seq_k; ++j) {
+          bool keep = !s.causal || j <= i + (s.seq_k - s.seq_q);
+          if (s.mask) keep = keep && m[(b * s.seq_q + i) * s.seq_k + j] != 0;
+          if (!keep) {
+            w[static_cast<size_t>(j)] = -INFINITY;
+            continue;
+          }
+          double dot = 0;
+          for (int64_t d = 0; d < s.head_dim; ++d) {
+            dot +=
+                static_cast<double>(c.q.get(((b * s.heads_q + h) * s.seq_q + i) * s.head_dim + d)) *
+                c.k.get(((b * s.heads_kv + hk) * s.seq_k + j) * s.head_dim + d);
+          }
+          w[static_cast<size_t>(j)] = dot * scale;
+          max_score = std::max(max_score, dot * scale);
+        }
+        double total = 0;
+        for (double& x : w) total += (x = std::exp(x - max_score));
+        for (int64_t j = 0; j < s.seq_k; ++j) {
+          for (int64_t d = 0; d < s.head_dim; ++d) {
+            out[static_cast<size_t>(((b * s.heads_q + h) * s.seq_q + i) * s.head_dim + d)] +=
+                w[static_cast<size_t>(j)] / total *
+                c.v.get(((b * s.heads_kv + hk) * s.seq_k + j) * s.head_dim + d);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+double tolerance(const std::string& dtype) {
+  return dtype == "float32" || dtype == "float64" ? 1e-4 : 2e-2;
+}
+
+}  // namespace
+
+TEST_P(PluginConformance, KernelsRunWithinTheirRequirements) {
+  const Runtime rt = open();
+  std::vector<std::string> skipped;
+  for (const Target& t : attention_targets(rt, &skipped)) {
+    if (!t.place.host_memory) {
+      skipped.push_back(t.kernel.implementation + " on " + t.device.device.str() +
+                        ": its tensors are not in host memory");
+      continue;
+    }
+    AttentionKernel kernel = rt.attention_kernel(t.device.device, t.kernel.implementation);
+    const int64_t widest = t.kernel.max_head_dim > 0 ? std::min(t.kernel.max_head_dim, 256) : 256;
+    const Shape shapes[] = {
+        {"plain", 1, 2, 2, 3, 5, 8, false, false},
+        {"causal_grouped_query", 2, 4, 2, 2, 6, 16, true, false},
+        {"bool_mask", 1, 2, 1, 4, 4, 8, false, true},
+        {"widest_head", 1, 1, 1, 2, 3, widest, false, false},
+    };
+    std::vector<std::string> dtypes = t.kernel.dtypes;
+    if (dtypes.empty()) dtypes = {"float32"};
+    for (const std::string& dtype : dtypes) {
+      const std::optional<DLDataType> dl = dlpack_dtype(dtype);
+      if (!dl) {
+        skipped.push_back(t.kernel.implementation + ": dtype " + dtype + " not known to the suite");
+        continue;
+      }
+      for (const Shape& s : shapes) {
+        SCOPED_TRACE(t.kernel.implementation + " on " + t.device.device.str() + ", " + dtype +
+                     ", " + s.name);
+        Call call(s, *dl, DLDevice{t.place.type, *t.device.device.index()});
+        ASSERT_NO_THROW(kernel(call.args));
+        const std::vector<double> want = reference(s, call);
+        double worst = 0;
+        for (int64_t i = 0; i < call.out.size(); ++i) {
+          worst = std::max(worst, std::fabs(call.out.get(i) - want[static_cast<size_t>(i)]));
+        }
+        EXPECT_LE(worst, tolerance(dtype)) << "largest difference from the reference";
+      }
+    }
+  }
+  for (const std::string& s : skipped) std::cout << "[ note ] not run: " << s << "\n";
+}
+
+TEST_P(PluginConformance, KernelsRefuseBadTensorsWithErrors) {
+  const Runtime rt = open();
+  std::vector<std::string> skipped;
+  const Shape s{"bad", 1, 2, 2, 3, 4, 8, false, false};
+  for (const Target& t : attention_targets(rt, &skipped)) {
+    const AttentionKernel kernel = rt.attention_kernel(t.device.device, t.kernel.implementation);
+    const std::string first = t.kernel.dtypes.empty() ? "float32" : t.kernel.dtypes[0];
+    const DLDataType dtype = dlpack_dtype(first).value_or(DLDataType{kDLFloat, 32, 1});
+    const DLDevice device{t.place.type, *t.device.device.index()};
+    const DLDeviceType elsewhere = t.place.type == kDLCPU ? kDLCUDA : kDLCPU;
+    const bool any_dtype = t.kernel.dtypes.empty() ||
+                           std::find(t.kernel.dtypes.begin(), t.kernel.dtypes.end(), "float64") !=
+                               t.kernel.dtypes.end();
+    std::vector<int64_t> three_dims = {2, 3, 8};
+    std::vector<int64_t> wrong_dim = {1, 2, 4, 16};
+    std::vector<int64_t> wrong_seq = {1, 2, 5, 8};
+    std::vector<int64_t> wrong_out = {1, 2, 4, 8};
+    std::vector<int64_t> three_heads = {1, 3, 3, 8};
+    const struct {
+      const char* name;
+      std::function<void(Call&)> spoil;
+      bool applies;
+    } cases[] = {
+        {"args struct_size below ABI 1.3", [](Call& c) { c.args.struct_size = 8; }, true},
+        {"query is NULL", [](Call& c) { c.args.query = nullptr; }, true},
+        {"query data is NULL", [](Call& c) { c.q.dl().data = nullptr; }, true},
+        {"value data is NULL", [](Call& c) { c.v.dl().data = nullptr; }, true},
+        {"output data is NULL", [](Call& c) { c.out.dl().data = nullptr; }, true},
+        {"float64, not a declared dtype",
+         [](Call& c) {
+           for (HostTensor* x : {&c.q, &c.k, &c.v, &c.out}) x->dl().dtype = {kDLFloat, 64, 1};
+         },
+         !any_dtype},
+        {"int32 tensors",
+         [](Call& c) {
+           for (HostTensor* x : {&c.q, &c.k, &c.v, &c.out}) x->dl().dtype = {kDLInt, 32, 1};
+         },
+         true},
+        {"query with 3 dims",
+         [&](Call& c) {
+           c.q.dl().ndim = 3;
+           c.q.dl().shape = three_dims.data();
+         },
+         true},
+        {"key head_dim differs from query's", [&](Call& c) { c.k.dl().shape = wrong_dim.data(); },
+         true},
+        {"value seq_k differs from key's", [&](Call& c) { c.v.dl().shape = wrong_seq.data(); },
+         true},
+        {"output shape differs from query's", [&](Call& c) { c.out.dl().shape = wrong_out.data(); },
+         true},
+        {"query heads not a multiple of key heads",
+         [&](Call& c) {
+           c.q.dl().shape = three_heads.data();
+           c.out.dl().shape = three_heads.data();
+         },
+         true},
+        {"tensors on another device",
+         [&](Call& c) {
+           for (HostTensor* x : {&c.q, &c.k, &c.v, &c.out}) x->dl().device.device_type = elsewhere;
+         },
+         true},
+    };
+    for (const auto& bad : cases) {
+      if (!bad.applies) continue;
+      SCOPED_TRACE(t.kernel.implementation + " on " + t.device.device.str() + ": " + bad.name);
+      Call call(s, dtype, device);
+      bad.spoil(call);
+      const std::vector<uint8_t> before = call.out.bytes();
+      try {
+        kernel(call.args);
+        ADD_FAILURE() << "the kernel accepted the call";
+      } catch (const InvalidArgument& e) {
+        EXPECT_GT(std::string(e.what()).size(), 0u);
+      }
+      EXPECT_EQ(call.out.bytes(), before) << "a refused call wrote its output";
+    }
+  }
+  for (const std::string& n : skipped) std::cout << "[ note ] not run: " << n << "\n";
+}
+
+}  // namespace backplane::conformance
