@@ -1,0 +1,115 @@
+// One Llama-style decoder block (bench/llama_block.hpp) with and without use_kernels, in
+// backplane-bench's run:
+//   decoder_block/<batch>x<seq>x<hidden>_<dtype>/use_kernels  the layers' Hub kernels (the
+//       in-tree packages, bound by LayerKernels::use_kernels on the cpu) and backplane's sdpa
+//   decoder_block/<batch>x<seq>x<hidden>_<dtype>/libtorch     LibTorch composites and
+//       at::scaled_dot_product_attention
+// The packages come from BACKPLANE_BENCH_PACKAGES (a folder holding backplane/<name>/build/),
+// default the build tree's hub-packages; without them the use_kernels cases are skipped with the
+// reason. Threads: BACKPLANE_BENCH_THREADS (default hardware_concurrency()), for both.
+#include <backplane/backplane.hpp>
+#include <backplane/hub/use_kernels.hpp>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "llama_block.hpp"
+
+namespace {
+
+using backplane::bench::LlamaBlock;
+using backplane::bench::LlamaBlockConfig;
+
+struct BlockCase {
+  int64_t batch;
+  int64_t seq;
+  at::ScalarType dtype;
+  std::string name;
+};
+
+const BlockCase kCases[] = {
+    {1, 256, at::kFloat, "decoder_block/1x256x512_f32"},
+    {1, 256, at::kBFloat16, "decoder_block/1x256x512_bf16"},
+};
+
+void set_threads() {
+  int n = 0;
+  if (const char* env = std::getenv("BACKPLANE_BENCH_THREADS")) n = std::atoi(env);
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(n > 0 ? n : 1);
+}
+
+// The cpu runtime, the kernels bound for it and backplane's attention, made once; the reason
+// when they cannot be.
+struct Kernelized {
+  std::shared_ptr<const backplane::hub::LayerKernels> kernels;
+  std::shared_ptr<const backplane::torch::Attention> attention;
+  std::string error;
+};
+
+const Kernelized& kernelized() {
+  static const Kernelized k = [] {
+    Kernelized out;
+    try {
+      const char* env = std::getenv("BACKPLANE_BENCH_PACKAGES");
+      const std::filesystem::path packages = env != nullptr ? env : BENCH_PACKAGES_DIR;
+      backplane::hub::LocalKernels local;
+      for (const char* name : {"rmsnorm", "activation", "rotary"}) {
+        const std::filesystem::path folder = packages / "backplane" / name;
+        if (!std::filesystem::is_directory(folder / "build")) {
+          throw backplane::NotFound("no kernel package at " + folder.string() +
+                                    " (set BACKPLANE_BENCH_PACKAGES)");
+        }
+        local.repos[std::string("backplane/") + name] = folder;
+      }
+      const backplane::hub::Store store(std::filesystem::temp_directory_path(), local);
+      const backplane::Runtime runtime = backplane::Runtime::open();
+      out.kernels = std::make_shared<const backplane::hub::LayerKernels>(
+          backplane::hub::LayerKernels::use_kernels(runtime, backplane::Device("cpu"), store));
+      out.attention =
+          std::make_shared<const backplane::torch::Attention>(runtime, backplane::Device("cpu"));
+    } catch (const std::exception& e) {
+      out.error = e.what();
+    }
+    return out;
+  }();
+  return k;
+}
+
+void run(benchmark::State& state, const BlockCase& c, bool use_kernels) {
+  set_threads();
+  const Kernelized& k = kernelized();
+  if (use_kernels && !k.error.empty()) {
+    state.SkipWithError(k.error.c_str());
+    return;
+  }
+  const LlamaBlockConfig config;
+  const LlamaBlock block(config, c.dtype, 1, use_kernels ? k.kernels : nullptr,
+                         use_kernels ? k.attention : nullptr);
+  const at::Tensor x = at::randn({c.batch, c.seq, config.hidden}).to(c.dtype);
+  for (auto _ : state) benchmark::DoNotOptimize(block(x));
+  state.counters["threads"] = at::get_num_threads();
+}
+
+[[maybe_unused]] const bool registered = [] {
+  for (const BlockCase& c : kCases) {
+    benchmark::RegisterBenchmark((c.name + "/libtorch").c_str(),
+                                 [&c](benchmark::State& s) { run(s, c, false); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark((c.name + "/use_kernels").c_str(),
+                                 [&c](benchmark::State& s) { run(s, c, true); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
+
+}  // namespace
