@@ -277,7 +277,8 @@ SystemFacts system_facts(const DeviceInfo& device, const std::string& hub_key) {
       facts.backend_version_note = device_name + " reports no " + property +
                                    (device.simulated ? " (a simulated device)" : "");
     }
-    facts.backend_version_note += "; give it with kernel-hub --backend-version";
+    facts.backend_version_note +=
+        "; give it with SystemFacts::backend_version (kernel-hub --backend-version)";
   }
   return facts;
 }
