@@ -14,7 +14,8 @@ namespace backplane::detail {
 
 struct Manifest {
   std::string name;
-  std::filesystem::path library;  // absolute: library_path resolved against the manifest folder
+  std::filesystem::path library;     // absolute: library_path resolved against the manifest folder
+  bool library_is_relative = false;  // library_path was relative: it must stay in that folder
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
   std::vector<std::string> device_types;

@@ -3,12 +3,18 @@
 #include <backplane/runtime.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <system_error>
 
 #include "discovery.hpp"
 #include "env.hpp"
+#include "isolation/probe.hpp"
 #include "loaded_plugin.hpp"
 #include "logger.hpp"
 #include "manifest.hpp"
+#include "plugin_safety/library_location.hpp"
+#include "plugin_safety/permissions.hpp"
 #include "registry.hpp"
 #include "simulated_visibility.hpp"
 
@@ -25,6 +31,29 @@ const char* to_string(PluginStatus status) {
   }
   return "unknown";
 }
+
+namespace {
+
+// "1" or "0" (empty reads as 0).
+bool parse_switch(const std::string& text, const char* variable) {
+  if (text == "1") return true;
+  if (text.empty() || text == "0") return false;
+  throw InvalidArgument(std::string(variable) + "='" + text + "' is not a switch; expected 1 or 0");
+}
+
+// Seconds, e.g. "10" or "0.5"; positive, at most a day.
+std::chrono::milliseconds parse_timeout(const std::string& text, const char* variable) {
+  double seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || !(seconds > 0) || seconds > 86400) {
+    throw InvalidArgument(std::string(variable) + "='" + text +
+                          "' is not a timeout; expected seconds above 0 and at most 86400, "
+                          "e.g. 10 or 0.5");
+  }
+  return std::chrono::milliseconds(std::max<long long>(1, std::llround(seconds * 1000)));
+}
+
+}  // namespace
 
 RuntimeOptions RuntimeOptions::from_environment() {
   RuntimeOptions options;
@@ -47,6 +76,15 @@ RuntimeOptions RuntimeOptions::from_environment() {
   }
   if (auto value = detail::secure_env("BACKPLANE_LOG")) {
     options.log_level = parse_log_level(*value, "BACKPLANE_LOG");
+  }
+  if (auto value = detail::secure_env("BACKPLANE_INSECURE_PLUGINS")) {
+    options.strict_plugin_permissions = !parse_switch(*value, "BACKPLANE_INSECURE_PLUGINS");
+  }
+  if (auto value = detail::secure_env("BACKPLANE_ISOLATE")) {
+    options.isolate = parse_switch(*value, "BACKPLANE_ISOLATE");
+  }
+  if (auto value = detail::secure_env("BACKPLANE_ISOLATE_TIMEOUT")) {
+    options.isolate_timeout = parse_timeout(*value, "BACKPLANE_ISOLATE_TIMEOUT");
   }
   return options;
 }
@@ -84,6 +122,30 @@ std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
+}
+
+// Why the manifest or its library must not be loaded: a relative library_path that a symbolic
+// link takes out of the manifest's folder, or (unless turned off) files or folders that others
+// could have written. Empty when they may be loaded.
+std::string check_plugin_files(const std::filesystem::path& manifest_path,
+                               const detail::Manifest& manifest, const RuntimeOptions& options) {
+  if (manifest.library_is_relative) {
+    if (std::string escape =
+            detail::resolved_library_escape_reason(manifest_path.parent_path(), manifest.library);
+        !escape.empty()) {
+      return escape;
+    }
+  }
+  if (!options.strict_plugin_permissions) return {};
+  std::string unsafe = detail::unsafe_path_reason(manifest_path);
+  std::error_code ec;
+  if (unsafe.empty() && std::filesystem::exists(manifest.library, ec)) {
+    unsafe = detail::unsafe_path_reason(manifest.library);
+  }
+  if (unsafe.empty()) return {};
+  return "refused: " + unsafe +
+         "; a plugin runs with this process's rights, so only its owner (root or this user) may "
+         "be able to change it (set BACKPLANE_INSECURE_PLUGINS=1 to load it anyway)";
 }
 
 }  // namespace
@@ -129,6 +191,17 @@ void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
       return fail("a plugin named '" + manifest.name + "' is already loaded from " +
                   earlier.manifest.string());
     }
+  }
+
+  if (std::string refusal = check_plugin_files(manifest_path, manifest, options);
+      !refusal.empty()) {
+    return fail(refusal);
+  }
+  if (options.isolate) {
+    const detail::ProbeOutcome probe =
+        detail::probe_in_child(manifest, registry, options.isolate_timeout);
+    if (!probe.passed) return fail(probe.reason);
+    logger->log(LogLevel::kDebug, "plugin '" + info.name + "' passed its isolated probe");
   }
 
   detail::Registry registered;

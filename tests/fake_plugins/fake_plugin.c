@@ -22,6 +22,9 @@
  *   FAKE_MEMORY_INFO_FAILS        memory_info returns an error
  *   FAKE_NEWER_MINOR              built for ABI 1.(host minor + 1): the table and descriptors
  *                                 are larger than the host's, with extra trailing fields
+ *   FAKE_INIT_SEGFAULT            init dies of SIGSEGV (tests/isolation)
+ *   FAKE_INIT_HANG                init never returns
+ *   FAKE_INIT_EXIT n              init calls exit(n)
  *
  * Built against tests/abi/v1_0 (BP_ABI_VERSION_MINOR 0) it has no memory_info (1.1) and no
  * visibility_variable (1.2) at all.
@@ -30,8 +33,10 @@
  */
 #include <backplane/plugin.h>
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef FAKE_NAME
 #error "FAKE_NAME must be defined"
@@ -220,6 +225,16 @@ static bp_status* fake_init(const bp_host_api* host, const bp_registrar* registr
   bp_plugin_state* state;
   bp_status* status;
   host->log(host->context, BP_LOG_INFO, "init");
+#if defined(FAKE_INIT_SEGFAULT)
+  /* The default action, even in a sanitizer build whose handler would report the fault and exit
+   * with a status instead: the test is about the signal. */
+  signal(SIGSEGV, SIG_DFL);
+  raise(SIGSEGV);
+#elif defined(FAKE_INIT_HANG)
+  for (;;) pause();
+#elif defined(FAKE_INIT_EXIT)
+  exit(FAKE_INIT_EXIT);
+#endif
   status = fake_register(host, registrar);
   if (status != NULL) return status;
   state = (bp_plugin_state*)malloc(sizeof *state);

@@ -54,9 +54,10 @@ TEST(ParseManifest, AbsoluteLibraryPathIsKept) {
 
 TEST(ParseManifest, RelativeLibraryPathIsNormalized) {
   const Manifest m = parse_manifest(
-      with_plugin(fields({kName, R"("library_path": "../lib/./libcpu.so")", kAbi, kTypes})),
+      with_plugin(fields({kName, R"("library_path": "./lib/../x/./libcpu.so")", kAbi, kTypes})),
       kManifest);
-  EXPECT_EQ(m.library, "/opt/backplane/lib/libcpu.so");
+  EXPECT_EQ(m.library, "/opt/backplane/plugins/x/libcpu.so");
+  EXPECT_TRUE(m.library_is_relative);
 }
 
 TEST(ParseManifest, AnyFileFormat1xAndUnknownFieldsAreAccepted) {
@@ -133,6 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
             "plugin name \"" + kLongName + "\" must be 1-64 characters"},
         InvalidManifest{"NoLibraryPath", with_plugin(fields({kName, kAbi, kTypes})),
                         R"(missing "library_path" in "plugin")"},
+        InvalidManifest{
+            "RelativeLibraryPathLeavesTheFolder",
+            with_plugin(fields({kName, R"("library_path": "../lib/./libcpu.so")", kAbi, kTypes})),
+            R"(library_path "../lib/./libcpu.so" leaves the manifest's folder)"},
         InvalidManifest{"EmptyLibraryPath",
                         with_plugin(fields({kName, R"("library_path": "")", kAbi, kTypes})),
                         R"("library_path" in "plugin" must be a non-empty string)"},

@@ -15,7 +15,11 @@ void add_common_options(po::options_description& description, CommonOptions& com
       "error|warn|info|debug: why each plugin was taken or skipped (overrides BACKPLANE_LOG)")(
       "sim", po::value(&common.sim)->value_name("NAME|FILE"),
       "simulate a topology: a shipped one by name (h100x8, mi300x8, ...) or a JSON file; sets "
-      "BACKPLANE_SIM_TOPOLOGY")("help,h", po::bool_switch(&common.help), "show this help");
+      "BACKPLANE_SIM_TOPOLOGY")(
+      "isolate", po::bool_switch(&common.isolate),
+      "probe each plugin in a child process first; one that crashes, hangs or exits in init is "
+      "reported as failed (as BACKPLANE_ISOLATE=1; timeout: BACKPLANE_ISOLATE_TIMEOUT, 10 s)")(
+      "help,h", po::bool_switch(&common.help), "show this help");
 }
 
 void parse_command_args(const std::vector<std::string>& args,
@@ -43,6 +47,7 @@ backplane::Runtime open_runtime(const CommonOptions& common) {
   if (!common.log_level.empty()) {
     options.log_level = backplane::parse_log_level(common.log_level, "--log");
   }
+  if (common.isolate) options.isolate = true;
   return backplane::Runtime::open(options);
 }
 

@@ -15,10 +15,11 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;  // anything but bad input
 constexpr int kExitUsage = 2;    // bad usage or bad input; the message is on stderr
 
-// --json, --log LEVEL, --sim NAME|FILE, --help: taken by every command.
+// --json, --log LEVEL, --sim NAME|FILE, --isolate, --help: taken by every command.
 struct CommonOptions {
   bool json = false;
   bool help = false;
+  bool isolate = false;
   std::string log_level;
   std::string sim;
 };
@@ -33,7 +34,7 @@ void parse_command_args(const std::vector<std::string>& args,
                         const boost::program_options::options_description& description,
                         const std::string& positional, boost::program_options::variables_map& vm);
 
-// Applies --sim (sets BACKPLANE_SIM_TOPOLOGY) and --log, then opens the runtime.
+// Applies --sim (sets BACKPLANE_SIM_TOPOLOGY), --log and --isolate, then opens the runtime.
 backplane::Runtime open_runtime(const CommonOptions& common);
 
 // "Usage: hwprobe NAME ..." plus the options, on stdout.

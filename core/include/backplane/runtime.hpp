@@ -9,6 +9,7 @@
 #include <backplane/kernel_mapping.hpp>
 #include <backplane/kernels.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -39,6 +40,15 @@ struct BACKPLANE_API RuntimeOptions {
   std::vector<std::string> disabled_plugins;
   LogLevel log_level = LogLevel::kWarn;  // BACKPLANE_LOG
   LogSink log_sink;                      // empty: "backplane: <level>: ..." lines on stderr
+  // Refuse plugin files and folders that users other than their owner and root could write
+  // (as sshd's StrictModes). BACKPLANE_INSECURE_PLUGINS=1 turns the check off.
+  bool strict_plugin_permissions = true;
+  // Probe each plugin in a child process (fork: load, init, shutdown) before loading it here; a
+  // plugin whose probe crashes, exits or outlasts isolate_timeout is failed with that reason
+  // (BACKPLANE_ISOLATE=1, BACKPLANE_ISOLATE_TIMEOUT=<seconds>). Open the runtime before the
+  // process starts threads: the child is a fork, see README "Sanitizers and isolation".
+  bool isolate = false;
+  std::chrono::milliseconds isolate_timeout{10000};
 
   // Options from the BACKPLANE_* variables, read with secure_getenv (so ignored in privileged
   // processes). Throws InvalidArgument for a malformed value, naming the variable.
