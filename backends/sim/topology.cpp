@@ -1,5 +1,6 @@
 #include "topology.hpp"
 
+#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
 #include <backplane/units.hpp>
 
@@ -124,9 +125,9 @@ const std::vector<std::string>& simulated_types() {
 Topology parse_topology(const std::string& json_text) {
   json root;
   try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw TopologyError(std::string("not valid JSON: ") + e.what());
+    root = parse_checked_json(json_text, "");
+  } catch (const InvalidArgument& e) {
+    throw TopologyError(e.what());
   }
   if (!root.is_object()) throw TopologyError("the top level must be a JSON object");
   Topology topology;

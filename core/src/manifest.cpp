@@ -1,5 +1,6 @@
 #include "manifest.hpp"
 
+#include <backplane/checked_json.hpp>
 #include <backplane/device.hpp>
 
 #include <nlohmann/json.hpp>
@@ -7,8 +8,6 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
-
-#include "plugin_safety/library_location.hpp"
 
 namespace backplane::detail {
 namespace {
@@ -59,9 +58,9 @@ std::pair<uint32_t, uint32_t> parse_abi_version(const std::string& text, const s
 Manifest parse_manifest(const std::string& json_text, const std::filesystem::path& manifest_path) {
   json root;
   try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw ManifestError(std::string("not valid JSON: ") + e.what());
+    root = parse_checked_json(json_text, "");
+  } catch (const InvalidArgument& e) {
+    throw ManifestError(e.what());
   }
   if (!root.is_object()) throw ManifestError("the top level must be a JSON object");
 
@@ -82,12 +81,6 @@ Manifest parse_manifest(const std::string& json_text, const std::filesystem::pat
   }
 
   const std::filesystem::path library = require_string(plugin, "library_path", "\"plugin\"");
-  m.library_is_relative = !library.is_absolute();
-  if (m.library_is_relative) {
-    if (std::string escape = relative_library_escape_reason(library); !escape.empty()) {
-      throw ManifestError(escape);
-    }
-  }
   m.library = library.is_absolute() ? library : manifest_path.parent_path() / library;
   m.library = m.library.lexically_normal();
 

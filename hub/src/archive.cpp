@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -96,6 +97,17 @@ void write_entry_data(struct archive* a, const fs::path& archive_path, const std
       throw InvalidArgument(archive_path.string() + ": entry '" + name + "' is over the limit (" +
                             std::to_string(limits.max_entry_bytes) + " bytes a file, " +
                             std::to_string(limits.max_total_bytes) + " in all)");
+    }
+    // A zip bomb declares small sizes (or none) and inflates past them: bound the expansion
+    // over the compressed bytes read so far, once past a floor that honest text reaches.
+    const auto compressed =
+        static_cast<uint64_t>(std::max<la_int64_t>(archive_filter_bytes(a, -1), 1));
+    if (total > limits.ratio_floor_bytes && total / compressed >= limits.max_expansion_ratio) {
+      ::close(fd);
+      throw InvalidArgument(archive_path.string() + ": entry '" + name + "' expands to " +
+                            std::to_string(total) + " bytes from " + std::to_string(compressed) +
+                            " compressed, more than " + std::to_string(limits.max_expansion_ratio) +
+                            " times; refused as a decompression bomb");
     }
     size_t done = 0;
     while (done < static_cast<size_t>(n)) {

@@ -1,3 +1,4 @@
+#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
 #include <backplane/hub/lock.hpp>
 
@@ -124,12 +125,7 @@ LockFile LockFile::parse(std::string_view text, const std::string& source) {
     return s.size() == 71 && s.rfind("sha256:", 0) == 0 &&
            s.find_first_not_of("0123456789abcdef", 7) == std::string::npos;
   };
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InvalidArgument(source + ": not valid JSON: " + e.what());
-  }
+  const json root = parse_checked_json(text, source);
   if (!root.is_object()) fail("the top level", "must be an object");
   if (!root.contains("format") || root["format"] != kLockFormat) {
     fail("format", "must be " + std::to_string(kLockFormat));

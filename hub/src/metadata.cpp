@@ -1,4 +1,5 @@
 #include <backplane/plugin.h>
+#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/repo_id.hpp>
@@ -149,12 +150,7 @@ const PackageFunction* PackageMetadata::function(std::string_view name) const {
 }
 
 PackageMetadata parse_metadata(std::string_view text, const std::filesystem::path& file) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InvalidArgument(file.string() + ": not valid JSON: " + e.what());
-  }
+  const json root = parse_checked_json(text, file.string());
   Fields f(root, "", file);
   PackageMetadata m;
 

@@ -17,6 +17,10 @@ struct ArchiveLimits {
   uint64_t max_entry_bytes = uint64_t{8} << 30;   // one file
   uint64_t max_total_bytes = uint64_t{32} << 30;  // all files
   size_t max_entries = 100000;
+  // Decompression bombs: unpacked bytes over compressed bytes read, checked once more than
+  // ratio_floor_bytes are unpacked (gzip reaches about 1000 on zeros; packages stay far below).
+  uint64_t max_expansion_ratio = 200;
+  uint64_t ratio_floor_bytes = uint64_t{64} << 20;
 };
 
 // Whether libarchive recognizes `file` as an archive of a format above.
