@@ -20,7 +20,7 @@ packages=(
 # Python for the oracles (torch, transformers, accelerate: tests/python/venv.sh), and clang-14
 # with its libFuzzer runtime for the fuzz targets (tests/fuzz).
 test_packages=(
-  libgtest-dev libbenchmark-dev libtorch-dev libgloo-dev python3 python3-venv
+  libgtest-dev libbenchmark-dev libtorch-dev libgloo-dev python3 python3-venv dpkg-dev
   clang-14 libclang-rt-14-dev
 )
 

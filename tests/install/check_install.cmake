@@ -10,11 +10,26 @@ foreach(path bin/hwprobe lib/libbackplane.so lib/backplane/plugins/cpu.json
         lib/backplane/plugins/libbackplane-cpu.so lib/backplane/plugins/mps.json
         lib/backplane/plugins/libbackplane-mps.so include/backplane/plugin.h
         include/backplane/plugin_sdk.hpp include/backplane/runtime.hpp
-        include/backplane/version.hpp)
+        include/backplane/version.hpp lib/cmake/backplane/backplaneConfig.cmake
+        lib/cmake/backplane/backplaneConfigVersion.cmake lib/cmake/backplane/backplane-targets.cmake
+        lib/cmake/backplane/BackplanePlugin.cmake lib/pkgconfig/backplane.pc)
   if(NOT EXISTS ${PREFIX}/${path})
     message(FATAL_ERROR "not installed: ${path}")
   endif()
 endforeach()
+# Every plugin the build made, with its manifest.
+file(GLOB manifests RELATIVE ${BUILD_DIR}/lib/backplane/plugins ${BUILD_DIR}/lib/backplane/plugins/*.json)
+foreach(manifest ${manifests})
+  file(READ ${BUILD_DIR}/lib/backplane/plugins/${manifest} text)
+  string(JSON library GET "${text}" plugin library_path)
+  foreach(path ${manifest} ${library})
+    if(NOT EXISTS ${PREFIX}/lib/backplane/plugins/${path})
+      message(FATAL_ERROR "not installed: lib/backplane/plugins/${path}")
+    endif()
+  endforeach()
+endforeach()
+# The installed manifests load: the installed hwprobe must see as many plugins as the build made.
+list(LENGTH manifests built_plugins)
 
 # A clean environment: no BACKPLANE_* variable may point the tool anywhere.
 execute_process(COMMAND env -u BACKPLANE_PLUGIN_PATH -u BACKPLANE_ADD_PLUGIN_PATH
@@ -25,7 +40,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "installed hwprobe failed (${rc}): ${err}")
 endif()
 string(JSON plugin_count LENGTH "${out}" plugins)
-if(plugin_count LESS 2)
+if(plugin_count LESS built_plugins OR plugin_count LESS 2)
   message(FATAL_ERROR "installed hwprobe found ${plugin_count} plugins: ${out}")
 endif()
 math(EXPR last "${plugin_count} - 1")
