@@ -1,5 +1,6 @@
 // Hub kernel ids for attention ("org/repo@rev:function"): HubKernelId::parse, and matches(),
-// which must agree with parse about what has the form.
+// which must accept whatever parse accepts (it is looser on purpose: transformers' regex lets
+// "org/repo@" through, which parse refuses).
 #include "fuzz_input.hpp"
 
 #include <backplane/attention.hpp>
@@ -13,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parsed = true;
     fuzz::check(HubKernelId::parse(id.str()) == id, "HubKernelId::parse(id.str()) != id");
   });
-  fuzz::check(parsed == HubKernelId::matches(text), "HubKernelId::matches disagrees with parse");
+  fuzz::check(!parsed || HubKernelId::matches(text),
+              "HubKernelId::matches refuses what parse accepts");
   return 0;
 }
