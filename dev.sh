@@ -7,6 +7,10 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# ccache hits whatever folder the checkout is in (CI clones afresh): paths under the checkout
+# are hashed relative to it, and the build folder is left out of the hash (only debug-info
+# paths differ). Room for the normal, fuzzing and sanitizer trees.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
 build_dir=${BUILD_DIR:-$root/build}
 
 # Debian packages the build needs; see README "Dependencies".
