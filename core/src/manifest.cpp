@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "plugin_safety/library_location.hpp"
+
 namespace backplane::detail {
 namespace {
 
@@ -81,6 +83,12 @@ Manifest parse_manifest(const std::string& json_text, const std::filesystem::pat
   }
 
   const std::filesystem::path library = require_string(plugin, "library_path", "\"plugin\"");
+  m.library_is_relative = !library.is_absolute();
+  if (m.library_is_relative) {
+    if (std::string escape = relative_library_escape_reason(library); !escape.empty()) {
+      throw ManifestError(escape);
+    }
+  }
   m.library = library.is_absolute() ? library : manifest_path.parent_path() / library;
   m.library = m.library.lexically_normal();
 
