@@ -50,22 +50,22 @@ std::vector<float> run(const AttentionKernel& kernel, const AttentionProblem& pr
   return result;
 }
 
-TEST(Lifetime, OpeningAndClosingLeavesNoDescriptorsMappingsOrLeaks) {
-  const RuntimeOptions options = in_tree_plugins();
+// Opens and closes the runtime `times` times after a warm-up, and checks that nothing grew.
+void expect_open_close_leaves_nothing(const RuntimeOptions& options, int times) {
   {
-    // What the first open sets up for good (the kernels' worker pool in libbackplane's
-    // dependencies, the C library's caches) is not a leak: warm up before counting.
+    // What the first open sets up for good (the C library's and the vendor runtimes' caches)
+    // is not a leak: warm up before counting.
     const Runtime warm = Runtime::open(options);
     ASSERT_FALSE(warm.plugins().empty());
     for (const PluginInfo& plugin : warm.plugins()) {
-      EXPECT_EQ(plugin.status, PluginStatus::kLoaded) << plugin.name << ": " << plugin.error;
+      EXPECT_NE(plugin.status, PluginStatus::kFailed) << plugin.name << ": " << plugin.error;
     }
     EXPECT_GT(mapping_count(kPluginDir), 0);
   }
   EXPECT_EQ(mapping_count(kPluginDir), 0) << "a plugin library stayed mapped after close";
   const int descriptors = open_descriptor_count();
   const int mappings = mapping_count();
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < times; ++i) {
     const Runtime rt = Runtime::open(options);
     if (rt.devices().empty()) FAIL() << "open " << i << " found no devices";
   }
@@ -75,6 +75,16 @@ TEST(Lifetime, OpeningAndClosingLeavesNoDescriptorsMappingsOrLeaks) {
 #if defined(__SANITIZE_ADDRESS__)
   EXPECT_EQ(__lsan_do_recoverable_leak_check(), 0) << "LeakSanitizer reported leaks above";
 #endif
+}
+
+TEST(Lifetime, OpeningAndClosingAThousandTimesLeavesNothing) {
+  // Every in-tree plugin but rocm, whose HIP runtime takes most of an open's time (0.1 s).
+  expect_open_close_leaves_nothing(
+      in_tree_plugins(std::vector<std::string>{"cpu", "sim", "mps", "cuda", "xpu"}), 1000);
+}
+
+TEST(Lifetime, OpeningAndClosingWithEveryPluginLeavesNothing) {
+  expect_open_close_leaves_nothing(in_tree_plugins(), 20);
 }
 
 TEST(Lifetime, AKernelKeptPastCloseStillRunsAndThenUnloadsItsPlugin) {
@@ -90,7 +100,8 @@ TEST(Lifetime, AKernelKeptPastCloseStillRunsAndThenUnloadsItsPlugin) {
   EXPECT_EQ(run(*kept, problem), expected);
   EXPECT_EQ(kept->info().implementation, "sdpa");
   kept.reset();
-  EXPECT_EQ(mapping_count("libbackplane-cpu"), 0) << "the last owner is gone, yet the library stayed";
+  EXPECT_EQ(mapping_count("libbackplane-cpu"), 0)
+      << "the last owner is gone, yet the library stayed";
 }
 
 TEST(Lifetime, AnErrorKeptPastCloseOwnsItsMessage) {
