@@ -154,8 +154,9 @@ struct ActivationCase {
 };
 
 const ActivationCase kActivationCases[] = {
-    {{1, 2}, false},   {{1, 14}, false},    {{3, 32}, false},    {{5, 200}, false},
-    {{300, 66}, true}, {{2, 3, 34}, false}, {{4, 22016}, false}, {{1024, 8192}, false}, {{512, 1026}, true},
+    {{1, 2}, false},     {{1, 14}, false},      {{3, 32}, false},
+    {{5, 200}, false},   {{300, 66}, true},     {{2, 3, 34}, false},
+    {{4, 22016}, false}, {{1024, 8192}, false}, {{512, 1026}, true},
 };
 
 const activation::Activation kActivations[] = {activation::Activation::kSilu,
