@@ -295,7 +295,10 @@ std::string arch_mismatch(const PackageMetadata& m, const DeviceInfo& device) {
       while (!digits.empty() && !std::isdigit(static_cast<unsigned char>(digits.back()))) {
         digits.pop_back();
       }
-      if (digits.size() < 2 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+      if (digits.size() < 2 || digits.size() > 7 ||
+          !std::all_of(digits.begin(), digits.end(), ::isdigit)) {
+        continue;
+      }
       const int major = std::stoi(digits.substr(0, digits.size() - 1));
       const int minor = digits.back() - '0';
       if (major == cc.major && minor <= cc.minor) return {};

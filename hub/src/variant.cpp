@@ -217,7 +217,7 @@ BuildVariant BuildVariant::parse(std::string_view text) {
   size_t next = 0;
   if (parts[0].rfind("torch", 0) == 0) {
     const std::string digits = parts[0].substr(5);
-    if (digits.size() < 2 || !all_digits(digits)) {
+    if (digits.size() < 2 || digits.size() > 7 || !all_digits(digits)) {
       return fail("the framework '" + parts[0] + "' is not torchXY (torch212 is Torch 2.12)");
     }
     v.framework = "torch";

@@ -83,7 +83,9 @@ for name in "${targets[@]}"; do
   log=$work/$name/log
   # -timeout: one input running past 10 s is a hang. -rss_limit_mb: the parsers bound what they
   # read, so 2 GiB is far above any honest need. -max_len: inputs the size of real files.
+  # -seed: the same mutations on every run, so that CI is repeatable (FUZZ_SEED=0: random).
   if "$executable" "$scratch" "$seeds" -max_total_time="$seconds" -timeout=10 \
+    -seed="${FUZZ_SEED:-1}" \
     -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$artifacts" -print_final_stats=1 \
     >"$log" 2>&1; then
     echo "fuzz_$name: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" |

@@ -71,6 +71,8 @@ TEST(BuildVariant, RefusesMalformedNamesNamingThem) {
       {"cxx11-cu130-X86_64-linux", "the CPU and OS"},
       {"torch2-cu130-x86_64-linux", "is not torchXY"},
       {"torchX1-cu130-x86_64-linux", "is not torchXY"},
+      // Found by fuzz_hub_names: a minor too large for an int escaped as std::out_of_range.
+      {"torch299999999999-cu130-x86_64-linux", "is not torchXY"},
       {"noarch-foo", "unknown generic family 'foo'"},
       {"torch-cxx11", "unknown generic family 'cxx11'"},
   };
