@@ -22,21 +22,6 @@ void add_common_options(po::options_description& description, CommonOptions& com
       "help,h", po::bool_switch(&common.help), "show this help");
 }
 
-void parse_command_args(const std::vector<std::string>& args,
-                        const po::options_description& description, const std::string& positional,
-                        po::variables_map& vm) {
-  po::positional_options_description words;
-  if (!positional.empty()) words.add(positional.c_str(), -1);
-  po::store(
-      po::command_line_parser(args)
-          .options(description)
-          .positional(words)
-          .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-          .run(),
-      vm);
-  po::notify(vm);
-}
-
 backplane::Runtime open_runtime(const CommonOptions& common) {
   if (!common.sim.empty()) {
     // The sim plugin reads its topology from the environment, as it does in every host app.
@@ -49,10 +34,6 @@ backplane::Runtime open_runtime(const CommonOptions& common) {
   }
   if (common.isolate) options.isolate = true;
   return backplane::Runtime::open(options);
-}
-
-void print_command_help(const std::string& usage, const po::options_description& description) {
-  std::cout << "Usage: " << usage << "\n\n" << description << "\n";
 }
 
 const std::vector<Command>& commands() {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
+
 namespace hwprobe {
 
 constexpr int kExitOk = 0;
@@ -28,18 +30,12 @@ struct CommonOptions {
 void add_common_options(boost::program_options::options_description& description,
                         CommonOptions& common);
 
-// Parses a command's words (after its name) into `vm`; `positional` names the option that
-// collects the remaining words ("" for none). Throws boost::program_options::error.
-void parse_command_args(const std::vector<std::string>& args,
-                        const boost::program_options::options_description& description,
-                        const std::string& positional, boost::program_options::variables_map& vm);
+// Shared with the other tools (tools/common/command_line.hpp).
+using backplane::tools::parse_command_args;
+using backplane::tools::print_command_help;
 
 // Applies --sim (sets BACKPLANE_SIM_TOPOLOGY), --log and --isolate, then opens the runtime.
 backplane::Runtime open_runtime(const CommonOptions& common);
-
-// "Usage: hwprobe NAME ..." plus the options, on stdout.
-void print_command_help(const std::string& usage,
-                        const boost::program_options::options_description& description);
 
 struct Command {
   const char* name;
