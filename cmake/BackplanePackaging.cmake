@@ -15,6 +15,12 @@
 #                                                   the conformance suite library
 #   bench                    (not packaged)         backplane-bench links the LibTorch of a
 #                                                   Python environment, not a Debian package
+#   torch                    (not packaged)         backplane::torch, the LibTorch bridge: a
+#                                                   static library bound to the exact LibTorch it
+#                                                   was compiled against, by default the torch
+#                                                   wheel of a Python environment, which no
+#                                                   Debian package can depend on; installed with
+#                                                   `cmake --install --component torch`
 #
 # Included once from the top CMakeLists.txt; the work is deferred to the end of the top folder,
 # when every target and install rule exists.
@@ -66,7 +72,7 @@ macro(_backplane_debian_packages)
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
 
   get_cmake_property(components COMPONENTS)
-  list(REMOVE_ITEM components bench Unspecified)
+  list(REMOVE_ITEM components bench torch Unspecified)
   set(CPACK_COMPONENTS_ALL ${components})
   set(same_version "(= ${PROJECT_VERSION})")
   set(runtime_package libbackplane${PROJECT_VERSION_MAJOR})

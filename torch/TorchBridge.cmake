@@ -13,9 +13,16 @@ function(backplane_add_torch_bridge name)
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/attention.cpp
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/device.cpp
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/dlpack.cpp)
-  target_include_directories(${name} PUBLIC ${BACKPLANE_TORCH_BRIDGE_DIR}/include)
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${BACKPLANE_TORCH_BRIDGE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_features(${name} PUBLIC cxx_std_${arg_CXX_STANDARD})
-  target_link_libraries(${name} PUBLIC backplane::core ${arg_LIBTORCH} PRIVATE backplane_warnings)
+  # Installed, the LibTorch is backplane::libtorch, which backplane-torch.cmake defines from the
+  # LibTorch it finds on the consumer's machine (the build's own target is not exported).
+  target_link_libraries(${name}
+    PUBLIC backplane::core $<BUILD_INTERFACE:${arg_LIBTORCH}>
+           $<INSTALL_INTERFACE:backplane::libtorch>
+    PRIVATE $<BUILD_INTERFACE:backplane_warnings>)
   # The layers (layers.hpp) run the Hub kernels use_kernels binds: only with the kernel hub.
   if(TARGET backplane::hub)
     target_sources(${name} PRIVATE ${BACKPLANE_TORCH_BRIDGE_DIR}/src/layers.cpp)
