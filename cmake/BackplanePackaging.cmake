@@ -72,7 +72,13 @@ macro(_backplane_debian_packages)
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
 
   get_cmake_property(components COMPONENTS)
-  list(REMOVE_ITEM components bench torch Unspecified)
+  if("Unspecified" IN_LIST components)
+    message(FATAL_ERROR
+            "an install() rule has no COMPONENT, so what it installs would land in no package: "
+            "give it one of runtime, hub, plugin_<name>, tools, dev, bench or torch "
+            "(cmake/BackplanePackaging.cmake says which package each goes to)")
+  endif()
+  list(REMOVE_ITEM components bench torch)
   set(CPACK_COMPONENTS_ALL ${components})
   set(same_version "(= ${PROJECT_VERSION})")
   set(runtime_package libbackplane${PROJECT_VERSION_MAJOR})
