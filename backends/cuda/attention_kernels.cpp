@@ -35,7 +35,7 @@ bp_status* attention_forward(void* context, const bp_attention_args* args) noexc
         kRoute == Route::kFlash || (kRoute == Route::kSdpa && gpu::flash_supports(tensors))
             ? gpu::Kernel::kFlash
             : gpu::Kernel::kEager;
-    const gpu::Result result = gpu::forward(tensors, call);
+    const attention::Status result = gpu::forward(tensors, call);
     if (result.ok()) return nullptr;
     // The library's codes are the ABI's (kernels/attention/cuda/attention_gpu.hpp).
     return host->status(static_cast<bp_status_code>(result.code), result.message);

@@ -30,6 +30,7 @@ Status make_problem(Activation activation, const DLTensor* input, const DLTensor
   kernels::DType other;
   Status s = kernels::check_tensor(op, input, "input", memory, &p.dtype);
   if (s.ok()) s = kernels::check_tensor(op, output, "output", memory, &other);
+  if (s.ok()) s = kernels::check_same_device(op, *output, "output", *input, "input");
   if (s.ok()) s = kernels::check_same_dtype(op, *output, "output", *input, "input");
   if (s.ok()) s = kernels::check_written(op, *output, "output");
   if (!s.ok()) return s;

@@ -38,25 +38,14 @@
 #include <optional>
 #include <string>
 
+#include "common/status.hpp"
+
 namespace backplane::attention {
 
-// Mirrors bp_status_code of the plugin ABI so the plugin converts one to one.
-enum class StatusCode : int {
-  kOk = 0,
-  kInvalidArgument = 1,
-  kUnimplemented = 5,
-  kInternal = 6,
-  kOutOfMemory = 7,
-};
-
-struct Status {
-  StatusCode code = StatusCode::kOk;
-  std::string message;  // empty when ok
-
-  bool ok() const { return code == StatusCode::kOk; }
-  static Status Ok() { return {}; }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, m}; }
-};
+// The kernel libraries' one result type (kernels/common/status.hpp): codes mirror
+// bp_status_code of the plugin ABI, so the plugins convert one to one.
+using kernels::Status;
+using kernels::StatusCode;
 
 // The attn_implementation names of transformers that these kernels serve.
 enum class Implementation {

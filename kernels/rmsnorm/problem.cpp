@@ -19,7 +19,11 @@ Status make_problem(const Tensors& t, double epsilon, kernels::Memory memory, Pr
   const DLTensor& in = *t.input;
   const DLTensor& w = *t.weight;
   const DLTensor& out = *t.output;
-  s = kernels::check_same_dtype(kOp, w, "weight", in, "input");
+  s = kernels::check_same_device(kOp, w, "weight", in, "input");
+  if (s.ok()) s = kernels::check_same_device(kOp, out, "output", in, "input");
+  if (s.ok() && t.residual)
+    s = kernels::check_same_device(kOp, *t.residual, "residual", in, "input");
+  if (s.ok()) s = kernels::check_same_dtype(kOp, w, "weight", in, "input");
   if (s.ok()) s = kernels::check_same_dtype(kOp, out, "output", in, "input");
   if (s.ok()) s = kernels::check_same_shape(kOp, out, "output", in, "input");
   if (s.ok()) s = kernels::check_written(kOp, out, "output");

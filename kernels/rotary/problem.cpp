@@ -42,6 +42,9 @@ Status make_problem(const Tensors& t, Style style, kernels::Memory memory, Probl
   if (s.ok() && t.key) s = kernels::check_tensor(kOp, t.key, "key", memory, &other);
   if (s.ok()) s = kernels::check_tensor(kOp, t.cos, "cos", memory, &p.table_dtype);
   if (s.ok()) s = kernels::check_tensor(kOp, t.sin, "sin", memory, &other);
+  if (s.ok() && t.key) s = kernels::check_same_device(kOp, *t.key, "key", *t.query, "query");
+  if (s.ok()) s = kernels::check_same_device(kOp, *t.cos, "cos", *t.query, "query");
+  if (s.ok()) s = kernels::check_same_device(kOp, *t.sin, "sin", *t.query, "query");
   if (!s.ok()) return s;
   const DLTensor& q = *t.query;
   const DLTensor& c = *t.cos;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attention/attention.hpp"
+#include "common/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +10,8 @@
 
 namespace backplane::attention::cpu {
 
-enum class DType { kF32, kBF16, kF16 };
+using kernels::DType;
+using kernels::dtype_size;
 
 enum class MaskKind {
   kNone,
@@ -142,10 +144,6 @@ struct Storage<DType::kF16> {
   static float load(uint16_t x) { return f16_to_f32(x); }
   static uint16_t store(float x) { return f32_to_f16(x); }
 };
-
-inline size_t dtype_size(DType t) {
-  return t == DType::kF32 ? 4 : 2;
-}
 
 // Reads element (b, h, i, j) of the mask as an additive bias: 0 or -inf for boolean masks.
 float mask_bias(const Problem& p, int64_t b, int64_t h, int64_t i, int64_t j);

@@ -1,26 +1,27 @@
 // Argument checks: every user error becomes an InvalidArgument status naming the argument.
-#include "cpu/problem.hpp"
-
-#include <algorithm>
+// The per-tensor checks are kernels/common's, shared with the GPU kernels and the layer kernels.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <sstream>
 #include <string>
 
+#include "common/tensor.hpp"
+#include "cpu/problem.hpp"
+
 namespace backplane::attention::cpu {
 namespace {
 
+using kernels::base_of;
+using kernels::dims_string;
+using kernels::dtype_string;
+using kernels::numel;
+using kernels::overlaps;
+using kernels::stride_of;
+
+constexpr const char* kOp = "attention";
 // DLPack 0.8 added kDLBool (6); Debian's header (0.6) predates it.
 constexpr uint8_t kDLBoolCode = 6;
-
-std::string dims_string(const DLTensor& t) {
-  std::ostringstream s;
-  s << '[';
-  for (int i = 0; i < t.ndim; ++i) s << (i ? ", " : "") << t.shape[i];
-  s << ']';
-  return s.str();
-}
 
 std::string dims_string(const int64_t (&d)[4]) {
   std::ostringstream s;
@@ -28,150 +29,21 @@ std::string dims_string(const int64_t (&d)[4]) {
   return s.str();
 }
 
-std::string dtype_string(DLDataType t) {
-  std::string base;
-  switch (t.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = "uint";
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    case kDLComplex:
-      base = "complex";
-      break;
-    case kDLBoolCode:
-      base = "bool";
-      break;
-    default:
-      base = "code" + std::to_string(t.code) + "_";
-      break;
-  }
-  std::string s = base + std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
-  return s;
-}
-
-bool to_dtype(DLDataType t, DType* out) {
-  if (t.lanes != 1) return false;
-  if (t.code == kDLFloat && t.bits == 32)
-    *out = DType::kF32;
-  else if (t.code == kDLBfloat && t.bits == 16)
-    *out = DType::kBF16;
-  else if (t.code == kDLFloat && t.bits == 16)
-    *out = DType::kF16;
-  else
-    return false;
-  return true;
-}
-
-const char* device_name(int type) {
-  switch (type) {
-    case kDLCPU:
-      return "kDLCPU";
-    case kDLCUDA:
-      return "kDLCUDA";
-    case kDLCUDAHost:
-      return "kDLCUDAHost";
-    case kDLROCM:
-      return "kDLROCM";
-    case kDLROCMHost:
-      return "kDLROCMHost";
-    case kDLMetal:
-      return "kDLMetal";
-    case kDLVulkan:
-      return "kDLVulkan";
-    case kDLOpenCL:
-      return "kDLOpenCL";
-    case kDLCUDAManaged:
-      return "kDLCUDAManaged";
-    default:
-      return "unknown";
-  }
-}
-
-int64_t numel(const DLTensor& t) {
-  int64_t n = 1;
-  for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
-  return n;
-}
-
-int64_t element_bytes(const DLTensor& t) {
-  return (t.dtype.bits * t.dtype.lanes + 7) / 8;
-}
-
-// Stride of dim i in elements (compact row-major when strides is NULL).
-int64_t stride_of(const DLTensor& t, int i) {
-  if (t.strides) return t.strides[i];
-  int64_t s = 1;
-  for (int j = t.ndim - 1; j > i; --j) s *= t.shape[j];
-  return s;
-}
-
-const char* base_ptr(const DLTensor& t) {
-  return static_cast<const char*>(t.data) + t.byte_offset;
-}
-
-// Byte range [lo, hi) the tensor's elements span; empty for a tensor without elements.
-struct Span {
-  uintptr_t lo = 0, hi = 0;
-  bool empty() const { return lo == hi; }
-};
-Span span_of(const DLTensor& t) {
-  if (numel(t) == 0 || !t.data) return {};
-  int64_t lo = 0, hi = 0;
-  for (int i = 0; i < t.ndim; ++i) {
-    const int64_t reach = (t.shape[i] - 1) * stride_of(t, i);
-    (reach < 0 ? lo : hi) += reach;
-  }
-  const int64_t es = element_bytes(t);
-  const auto base = reinterpret_cast<uintptr_t>(base_ptr(t));
-  return {base + static_cast<uintptr_t>(lo * es), base + static_cast<uintptr_t>((hi + 1) * es)};
-}
-
-bool overlaps(Span a, Span b) {
-  return !a.empty() && !b.empty() && a.lo < b.hi && b.lo < a.hi;
-}
-
 Status error(const std::string& message) {
-  return Status::InvalidArgument("attention: " + message);
+  return kernels::invalid(kOp, message);
 }
 
-// Checks that do not depend on the other tensors.
-Status check_tensor(const DLTensor* t, const char* name, bool four_dims, const char* layout) {
-  if (!t) return error(std::string(name) + " is NULL");
-  if (t->device.device_type != kDLCPU) {
-    return error(std::string(name) + " is on device " + device_name(t->device.device_type) +
-                 "; the CPU kernels need kDLCPU memory");
-  }
-  if (t->ndim < 0 || t->ndim > 8 || (t->ndim > 0 && !t->shape)) {
-    return error(std::string(name) + " has an invalid shape (ndim " + std::to_string(t->ndim) +
-                 (t->ndim > 0 && !t->shape ? ", shape NULL)" : ")"));
-  }
-  if (four_dims && t->ndim != 4) {
+// Present, in host memory, and a layout that fits; q, k, v and output (with a `layout`) have
+// 4 dims.
+Status check_operand(const DLTensor* t, const char* name, const char* layout) {
+  Status s = kernels::check_placement(kOp, t, name, kernels::Memory::kHost);
+  if (!s.ok()) return s;
+  if (layout && t->ndim != 4) {
+    const bool readable = t->ndim >= 0 && t->ndim <= 8 && (t->ndim == 0 || t->shape);
     return error(std::string(name) + " must have 4 dims " + layout + ", got " +
-                 std::to_string(t->ndim) + " dims " + dims_string(*t));
+                 std::to_string(t->ndim) + " dims" + (readable ? " " + dims_string(*t) : ""));
   }
-  for (int i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] < 0) {
-      return error(std::string(name) + " has a negative size in shape " + dims_string(*t));
-    }
-  }
-  if (numel(*t) > 0) {
-    if (!t->data) return error(std::string(name) + " data is NULL");
-    const int64_t es = element_bytes(*t);
-    if (reinterpret_cast<uintptr_t>(base_ptr(*t)) % static_cast<uintptr_t>(es) != 0) {
-      return error(std::string(name) + " data (data + byte_offset) is not aligned to its " +
-                   std::to_string(es) + "-byte elements");
-    }
-  }
-  return Status::Ok();
+  return kernels::check_layout(kOp, *t, name, 0);
 }
 
 }  // namespace
@@ -183,7 +55,7 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
   const DLTensor* all[] = {tensors.query, tensors.key, tensors.value, tensors.output};
   const char* names[] = {"query", "key", "value", "output"};
   for (int i = 0; i < 4; ++i) {
-    Status s = check_tensor(all[i], names[i], true, qkv_layout[i]);
+    Status s = check_operand(all[i], names[i], qkv_layout[i]);
     if (!s.ok()) return s;
   }
   const DLTensor& q = *tensors.query;
@@ -192,17 +64,20 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
   const DLTensor& o = *tensors.output;
 
   DType dtype;
-  if (!to_dtype(q.dtype, &dtype)) {
+  if (!kernels::to_dtype(q.dtype, &dtype)) {
     return error("query has dtype " + dtype_string(q.dtype) +
                  "; supported: float32, bfloat16, float16");
   }
   for (int i = 1; i < 4; ++i) {
-    if (all[i]->dtype.code != q.dtype.code || all[i]->dtype.bits != q.dtype.bits ||
-        all[i]->dtype.lanes != q.dtype.lanes) {
+    if (!kernels::same_dtype(all[i]->dtype, q.dtype)) {
       return error(std::string(names[i]) + " has dtype " + dtype_string(all[i]->dtype) +
                    " but query has " + dtype_string(q.dtype) +
                    "; query, key, value and output must share one dtype");
     }
+  }
+  for (int i = 0; i < 4; ++i) {
+    Status s = kernels::check_data(kOp, *all[i], names[i]);
+    if (!s.ok()) return s;
   }
 
   Problem p;
@@ -237,7 +112,8 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
   for (int i = 0; i < 4; ++i) {
     if (o.shape[i] != want_out[i]) {
       return error("output shape " + dims_string(o) + " must be [batch, heads_q, seq_q, " +
-                   "head_dim_v] = " + dims_string(want_out));
+                   "head_dim_v] = " + dims_string(want_out) + " (query " + dims_string(q) +
+                   ", value " + dims_string(v) + ")");
     }
   }
   for (int i = 0; i < 4 && numel(o) > 0; ++i) {
@@ -259,22 +135,21 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
   Operand* ops[] = {&p.q, &p.k, &p.v, &p.out};
   for (int i = 0; i < 4; ++i) {
     Operand* op = ops[i];
-    op->data = base_ptr(*all[i]);
+    op->data = base_of(*all[i]);
     for (int d = 0; d < 4; ++d) op->stride[d] = stride_of(*all[i], d);
   }
 
-  const Span out_span = span_of(o);
   for (int i = 0; i < 3; ++i) {
-    if (overlaps(out_span, span_of(*all[i]))) {
+    if (overlaps(o, *all[i])) {
       return error(std::string("output overlaps ") + names[i] +
                    " in memory; write the result to a separate buffer");
     }
   }
 
   if (tensors.mask) {
-    const DLTensor& m = *tensors.mask;
-    Status s = check_tensor(&m, "mask", false, "");
+    Status s = check_operand(tensors.mask, "mask", nullptr);
     if (!s.ok()) return s;
+    const DLTensor& m = *tensors.mask;
     if (m.ndim > 4) {
       return error("mask has " + std::to_string(m.ndim) + " dims " + dims_string(m) +
                    "; it must broadcast to [batch, heads_q, seq_q, seq_k] (at most 4 dims)");
@@ -291,8 +166,10 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
                    "; expected bool (keep where true), or an additive float32 or " +
                    dtype_string(q.dtype) + " (the query's dtype)");
     }
+    s = kernels::check_data(kOp, m, "mask");
+    if (!s.ok()) return s;
     const int64_t target[4] = {p.batch, p.heads_q, p.seq_q, p.seq_k};
-    p.mask.data = base_ptr(m);
+    p.mask.data = base_of(m);
     for (int d = 0; d < 4; ++d) {
       const int md = d - (4 - m.ndim);
       if (md < 0) {
@@ -308,7 +185,7 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
       }
       p.mask.stride[d] = size == 1 ? 0 : stride_of(m, md);
     }
-    if (overlaps(out_span, span_of(m))) {
+    if (overlaps(o, m)) {
       return error("output overlaps mask in memory; write the result to a separate buffer");
     }
   }

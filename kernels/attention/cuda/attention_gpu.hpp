@@ -9,7 +9,8 @@
 //          maximum, then exp-sum and P V), float32, bfloat16 and float16, head dims up to 256.
 //
 // Nothing is allocated on the device; the call returns once the kernel is queued. The caller's
-// current device is restored before returning. Errors are returned, never thrown.
+// current device is restored before returning. Errors are returned as a Status (the kernel
+// libraries' one type, kernels/common/status.hpp), never thrown.
 #pragma once
 
 #include <attention/attention.hpp>
@@ -18,20 +19,6 @@
 #include <string>
 
 namespace backplane::attention::gpu {
-
-// Mirrors bp_status_code of the plugin ABI so the plugins convert one to one.
-enum class Code : int {
-  kOk = 0,
-  kInvalidArgument = 1,
-  kUnavailable = 4,
-  kInternal = 6,
-};
-
-struct Result {
-  Code code = Code::kOk;
-  std::string message;  // empty when ok
-  bool ok() const { return code == Code::kOk; }
-};
 
 // The largest head_dim and head_dim_v either kernel takes.
 inline constexpr int kMaxHeadDim = 256;
@@ -48,7 +35,7 @@ struct Call {
 
 // Validates (host side, nothing touches the GPU), then queues the kernel. An empty problem
 // (batch, heads_q or seq_q zero) succeeds without touching the GPU.
-Result forward(const Tensors& tensors, const Call& call);
+Status forward(const Tensors& tensors, const Call& call);
 
 // Whether the kernel handles the dtype and head dims of a valid call (sdpa uses flash when it
 // does, eager otherwise, as PyTorch's SDPA falls back to its math path).

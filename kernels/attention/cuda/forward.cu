@@ -16,7 +16,7 @@ constexpr Platform kPlatform = Platform::kRocm;
 constexpr Platform kPlatform = Platform::kCuda;
 #endif
 
-Result runtime_error(const char* call, LaunchStatus status) {
+Status runtime_error(const char* call, LaunchStatus status) {
   // No device or no driver is a state of the machine, not a bug: say so with its own code.
   const bool unavailable =
 #if defined(BACKPLANE_GPU_AMD)
@@ -26,7 +26,7 @@ Result runtime_error(const char* call, LaunchStatus status) {
       status == cudaErrorNoDevice || status == cudaErrorInvalidDevice ||
       status == cudaErrorInsufficientDriver || status == cudaErrorCompatNotSupportedOnDevice;
 #endif
-  return {unavailable ? Code::kUnavailable : Code::kInternal,
+  return {unavailable ? StatusCode::kUnavailable : StatusCode::kInternal,
           std::string("attention: ") + call + " failed: " + gpuGetErrorName(status) + ": " +
               gpuGetErrorString(status)};
 }
@@ -50,10 +50,10 @@ bool flash_supports(const Tensors& tensors) {
   return half && q->shape[3] <= kMaxHeadDim && v->shape[3] <= kMaxHeadDim;
 }
 
-Result forward(const Tensors& tensors, const Call& call) {
+Status forward(const Tensors& tensors, const Call& call) {
   try {
     Params params;
-    Result r = make_params(tensors, call.causal, call.scale, call.kernel, kPlatform, &params);
+    Status r = make_params(tensors, call.causal, call.scale, call.kernel, kPlatform, &params);
     if (!r.ok() || is_empty(params)) return r;
 
     int previous = -1;
@@ -77,9 +77,9 @@ Result forward(const Tensors& tensors, const Call& call) {
     if (restored != kLaunchOk) return runtime_error("restoring the caller's device", restored);
     return {};
   } catch (const std::exception& e) {
-    return {Code::kInternal, std::string("attention: ") + e.what()};
+    return {StatusCode::kInternal, std::string("attention: ") + e.what()};
   } catch (...) {
-    return {Code::kInternal, "attention: unknown error"};
+    return {StatusCode::kInternal, "attention: unknown error"};
   }
 }
 

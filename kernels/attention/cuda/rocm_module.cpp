@@ -33,7 +33,7 @@ extern "C" __attribute__((visibility("default"))) int backplane_rocm_attention_f
     if (args->scale > 0) call.scale = args->scale;
     call.kernel = kernel == 0 ? gpu::Kernel::kFlash : gpu::Kernel::kEager;
     call.stream = args->stream;
-    const gpu::Result result = gpu::forward(tensors, call);
+    const backplane::attention::Status result = gpu::forward(tensors, call);
     if (result.ok()) return BP_OK;
     return fail(message, message_size, result.message.c_str(), static_cast<int>(result.code));
   } catch (const std::exception& e) {

@@ -1,7 +1,10 @@
 // Argument checks for the GPU kernels: the CPU kernels' rules (kernels/attention/cpu/
-// validate.cpp), plus what a GPU launch needs: device memory of one GPU, sizes that fit the
-// grid, and the dtypes and head dims each kernel was built for.
+// validate.cpp) on kernels/common's per-tensor checks, plus what a GPU launch needs: device
+// memory of one GPU, sizes that fit the grid, and the dtypes and head dims each kernel was
+// built for.
 #include "validate.hpp"
+
+#include <common/tensor.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -12,18 +15,19 @@
 namespace backplane::attention::gpu {
 namespace {
 
+using kernels::base_of;
+using kernels::dims_string;
+using kernels::dtype_string;
+using kernels::element_bytes;
+using kernels::numel;
+using kernels::overlaps;
+using kernels::stride_of;
+
+constexpr const char* kOp = "attention";
 // DLPack 0.8 added kDLBool (6); Debian's header (0.6) predates it.
 constexpr uint8_t kDLBoolCode = 6;
 // gridDim.y and gridDim.z (heads_q and batch) are limited to 65535 on both vendors.
 constexpr int64_t kMaxGridYZ = 65535;
-
-std::string dims_string(const DLTensor& t) {
-  std::ostringstream s;
-  s << '[';
-  for (int i = 0; i < t.ndim; ++i) s << (i ? ", " : "") << t.shape[i];
-  s << ']';
-  return s.str();
-}
 
 std::string dims_string(const int64_t (&d)[4]) {
   std::ostringstream s;
@@ -31,149 +35,40 @@ std::string dims_string(const int64_t (&d)[4]) {
   return s.str();
 }
 
-std::string dtype_string(DLDataType t) {
-  std::string base;
-  switch (t.code) {
-    case kDLInt:
-      base = "int";
-      break;
-    case kDLUInt:
-      base = "uint";
-      break;
-    case kDLFloat:
-      base = "float";
-      break;
-    case kDLBfloat:
-      base = "bfloat";
-      break;
-    case kDLBoolCode:
-      base = "bool";
-      break;
-    default:
-      base = "code" + std::to_string(t.code) + "_";
-      break;
+bool to_element_type(kernels::DType t, ElementType* out) {
+  switch (t) {
+    case kernels::DType::kF32:
+      *out = ElementType::kFloat32;
+      return true;
+    case kernels::DType::kBF16:
+      *out = ElementType::kBfloat16;
+      return true;
+    case kernels::DType::kF16:
+      *out = ElementType::kFloat16;
+      return true;
   }
-  std::string s = base + std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
-  return s;
+  return false;
 }
 
-bool to_element_type(DLDataType t, ElementType* out) {
-  if (t.lanes != 1) return false;
-  if (t.code == kDLFloat && t.bits == 32) {
-    *out = ElementType::kFloat32;
-  } else if (t.code == kDLBfloat && t.bits == 16) {
-    *out = ElementType::kBfloat16;
-  } else if (t.code == kDLFloat && t.bits == 16) {
-    *out = ElementType::kFloat16;
-  } else {
-    return false;
-  }
-  return true;
+kernels::Memory memory_of(Platform platform) {
+  return platform == Platform::kCuda ? kernels::Memory::kCuda : kernels::Memory::kRocm;
 }
 
-std::string device_name(int type) {
-  switch (type) {
-    case kDLCPU:
-      return "kDLCPU";
-    case kDLCUDA:
-      return "kDLCUDA";
-    case kDLCUDAHost:
-      return "kDLCUDAHost";
-    case kDLROCM:
-      return "kDLROCM";
-    case kDLROCMHost:
-      return "kDLROCMHost";
-    case kDLCUDAManaged:
-      return "kDLCUDAManaged";
-    default:
-      return "device type " + std::to_string(type);
-  }
+Status error(const std::string& message) {
+  return kernels::invalid(kOp, message);
 }
 
-bool serves(Platform platform, int type) {
-  return platform == Platform::kCuda ? (type == kDLCUDA || type == kDLCUDAManaged)
-                                     : type == kDLROCM;
-}
-
-const char* accepted_devices(Platform platform) {
-  return platform == Platform::kCuda ? "kDLCUDA or kDLCUDAManaged memory" : "kDLROCM memory";
-}
-
-int64_t numel(const DLTensor& t) {
-  int64_t n = 1;
-  for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
-  return n;
-}
-
-int64_t element_bytes(const DLTensor& t) {
-  return (t.dtype.bits * t.dtype.lanes + 7) / 8;
-}
-
-int64_t stride_of(const DLTensor& t, int i) {
-  if (t.strides) return t.strides[i];
-  int64_t s = 1;
-  for (int j = t.ndim - 1; j > i; --j) s *= t.shape[j];
-  return s;
-}
-
-const char* base_ptr(const DLTensor& t) {
-  return static_cast<const char*>(t.data) + t.byte_offset;
-}
-
-struct Span {
-  uintptr_t lo = 0, hi = 0;
-  bool empty() const { return lo == hi; }
-};
-Span span_of(const DLTensor& t) {
-  if (numel(t) == 0 || !t.data) return {};
-  int64_t lo = 0, hi = 0;
-  for (int i = 0; i < t.ndim; ++i) {
-    const int64_t reach = (t.shape[i] - 1) * stride_of(t, i);
-    (reach < 0 ? lo : hi) += reach;
-  }
-  const int64_t es = element_bytes(t);
-  const auto base = reinterpret_cast<uintptr_t>(base_ptr(t));
-  return {base + static_cast<uintptr_t>(lo * es), base + static_cast<uintptr_t>((hi + 1) * es)};
-}
-
-bool overlaps(Span a, Span b) {
-  return !a.empty() && !b.empty() && a.lo < b.hi && b.lo < a.hi;
-}
-
-Result error(const std::string& message) {
-  return {Code::kInvalidArgument, "attention: " + message};
-}
-
-Result check_tensor(const DLTensor* t, const char* name, bool four_dims, const char* layout,
-                    Platform platform) {
-  if (!t) return error(std::string(name) + " is NULL");
-  if (!serves(platform, t->device.device_type)) {
-    return error(std::string(name) + " is on device " + device_name(t->device.device_type) +
-                 "; the GPU kernels need " + accepted_devices(platform));
-  }
-  if (t->ndim < 0 || t->ndim > 8 || (t->ndim > 0 && !t->shape)) {
-    return error(std::string(name) + " has an invalid shape (ndim " + std::to_string(t->ndim) +
-                 (t->ndim > 0 && !t->shape ? ", shape NULL)" : ")"));
-  }
-  if (four_dims && t->ndim != 4) {
+// Present, in the platform's device memory, and a layout that fits; q, k, v and output (with
+// a `layout`) have 4 dims.
+Status check_operand(const DLTensor* t, const char* name, const char* layout, Platform platform) {
+  Status s = kernels::check_placement(kOp, t, name, memory_of(platform));
+  if (!s.ok()) return s;
+  if (layout && t->ndim != 4) {
+    const bool readable = t->ndim >= 0 && t->ndim <= 8 && (t->ndim == 0 || t->shape);
     return error(std::string(name) + " must have 4 dims " + layout + ", got " +
-                 std::to_string(t->ndim) + " dims " + dims_string(*t));
+                 std::to_string(t->ndim) + " dims" + (readable ? " " + dims_string(*t) : ""));
   }
-  for (int i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] < 0) {
-      return error(std::string(name) + " has a negative size in shape " + dims_string(*t));
-    }
-  }
-  if (numel(*t) > 0) {
-    if (!t->data) return error(std::string(name) + " data is NULL");
-    const int64_t es = element_bytes(*t);
-    if (reinterpret_cast<uintptr_t>(base_ptr(*t)) % static_cast<uintptr_t>(es) != 0) {
-      return error(std::string(name) + " data (data + byte_offset) is not aligned to its " +
-                   std::to_string(es) + "-byte elements");
-    }
-  }
-  return {};
+  return kernels::check_layout(kOp, *t, name, 0);
 }
 
 bool fits_int32(int64_t x) {
@@ -186,7 +81,7 @@ bool vectorizable(const DLTensor& t, int64_t head_dim) {
   for (int i = 0; i < 3; ++i) {
     if (stride_of(t, i) % 8 != 0) return false;
   }
-  return reinterpret_cast<uintptr_t>(base_ptr(t)) % 16 == 0;
+  return reinterpret_cast<uintptr_t>(base_of(t)) % 16 == 0;
 }
 
 }  // namespace
@@ -195,7 +90,7 @@ bool is_empty(const Params& p) {
   return p.batch == 0 || p.heads_q == 0 || p.seq_q == 0 || p.head_dim_v == 0;
 }
 
-Result make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
+Status make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
                    Platform platform, Params* params) {
   const char* layouts[] = {
       "[batch, heads_q, seq_q, head_dim]", "[batch, heads_kv, seq_k, head_dim]",
@@ -203,36 +98,33 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
   const DLTensor* all[] = {tensors.query, tensors.key, tensors.value, tensors.output};
   const char* names[] = {"query", "key", "value", "output"};
   for (int i = 0; i < 4; ++i) {
-    if (Result r = check_tensor(all[i], names[i], true, layouts[i], platform); !r.ok()) return r;
+    if (Status s = check_operand(all[i], names[i], layouts[i], platform); !s.ok()) return s;
   }
   const DLTensor& q = *tensors.query;
   const DLTensor& k = *tensors.key;
   const DLTensor& v = *tensors.value;
   const DLTensor& o = *tensors.output;
   for (int i = 1; i < 4; ++i) {
-    if (all[i]->device.device_id != q.device.device_id) {
-      return error(std::string(names[i]) + " is on GPU " +
-                   std::to_string(all[i]->device.device_id) + " but query is on GPU " +
-                   std::to_string(q.device.device_id) + "; all tensors must be on one GPU");
+    if (Status s = kernels::check_same_device(kOp, *all[i], names[i], q, "query"); !s.ok()) {
+      return s;
     }
-  }
-  if (q.device.device_id < 0) {
-    return error("query has device_id " + std::to_string(q.device.device_id) +
-                 "; expected a GPU ordinal (0 or more)");
   }
 
   Params p{};
-  if (!to_element_type(q.dtype, &p.dtype)) {
+  kernels::DType dtype;
+  if (!kernels::to_dtype(q.dtype, &dtype) || !to_element_type(dtype, &p.dtype)) {
     return error("query has dtype " + dtype_string(q.dtype) +
                  "; supported: float32, bfloat16, float16");
   }
   for (int i = 1; i < 4; ++i) {
-    if (all[i]->dtype.code != q.dtype.code || all[i]->dtype.bits != q.dtype.bits ||
-        all[i]->dtype.lanes != q.dtype.lanes) {
+    if (!kernels::same_dtype(all[i]->dtype, q.dtype)) {
       return error(std::string(names[i]) + " has dtype " + dtype_string(all[i]->dtype) +
                    " but query has " + dtype_string(q.dtype) +
                    "; query, key, value and output must share one dtype");
     }
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (Status s = kernels::check_data(kOp, *all[i], names[i]); !s.ok()) return s;
   }
   if (kernel == Kernel::kFlash && p.dtype == ElementType::kFloat32) {
     return error(
@@ -264,7 +156,8 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
   for (int i = 0; i < 4; ++i) {
     if (o.shape[i] != want_out[i]) {
       return error("output shape " + dims_string(o) + " must be [batch, heads_q, seq_q, " +
-                   "head_dim_v] = " + dims_string(want_out));
+                   "head_dim_v] = " + dims_string(want_out) + " (query " + dims_string(q) +
+                   ", value " + dims_string(v) + ")");
     }
   }
   for (int i = 0; i < 4 && numel(o) > 0; ++i) {
@@ -288,9 +181,11 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
                  " must fit in 32 bits");
   }
 
-  const double s =
+  const double scale_value =
       scale ? *scale : (head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
-  if (!std::isfinite(s)) return error("scale must be finite, got " + std::to_string(s));
+  if (!std::isfinite(scale_value)) {
+    return error("scale must be finite, got " + std::to_string(scale_value));
+  }
 
   p.batch = static_cast<int32_t>(batch);
   p.heads_q = static_cast<int32_t>(heads_q);
@@ -300,13 +195,13 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
   p.head_dim = static_cast<int32_t>(head_dim);
   p.head_dim_v = static_cast<int32_t>(head_dim_v);
   p.group = heads_kv > 0 ? static_cast<int32_t>(heads_q / heads_kv) : 1;
-  p.scale = static_cast<float>(s);
+  p.scale = static_cast<float>(scale_value);
   p.causal = causal ? 1 : 0;
   p.device_id = q.device.device_id;
-  p.q = base_ptr(q);
-  p.k = base_ptr(k);
-  p.v = base_ptr(v);
-  p.out = const_cast<char*>(base_ptr(o));
+  p.q = base_of(q);
+  p.k = base_of(k);
+  p.v = base_of(v);
+  p.out = base_of(o);
   for (int d = 0; d < 4; ++d) {
     p.q_stride[d] = stride_of(q, d);
     p.k_stride[d] = stride_of(k, d);
@@ -316,9 +211,8 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
   p.vector_loads =
       vectorizable(q, head_dim) && vectorizable(k, head_dim) && vectorizable(v, head_dim_v);
 
-  const Span out_span = span_of(o);
   for (int i = 0; i < 3; ++i) {
-    if (overlaps(out_span, span_of(*all[i]))) {
+    if (overlaps(o, *all[i])) {
       return error(std::string("output overlaps ") + names[i] +
                    " in memory; write the result to a separate buffer");
     }
@@ -326,13 +220,9 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
 
   p.mask_type = MaskType::kNone;
   if (tensors.mask) {
+    if (Status s = check_operand(tensors.mask, "mask", nullptr, platform); !s.ok()) return s;
     const DLTensor& m = *tensors.mask;
-    if (Result r = check_tensor(&m, "mask", false, "", platform); !r.ok()) return r;
-    if (m.device.device_id != q.device.device_id) {
-      return error("mask is on GPU " + std::to_string(m.device.device_id) +
-                   " but query is on GPU " + std::to_string(q.device.device_id) +
-                   "; all tensors must be on one GPU");
-    }
+    if (Status s = kernels::check_same_device(kOp, m, "mask", q, "query"); !s.ok()) return s;
     if (m.ndim > 4) {
       return error("mask has " + std::to_string(m.ndim) + " dims " + dims_string(m) +
                    "; it must broadcast to [batch, heads_q, seq_q, seq_k] (at most 4 dims)");
@@ -350,8 +240,9 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
                    "; expected bool (keep where true), or an additive float32 or " +
                    dtype_string(q.dtype) + " (the query's dtype)");
     }
+    if (Status s = kernels::check_data(kOp, m, "mask"); !s.ok()) return s;
     const int64_t target[4] = {batch, heads_q, seq_q, seq_k};
-    p.mask = base_ptr(m);
+    p.mask = base_of(m);
     for (int d = 0; d < 4; ++d) {
       const int md = d - (4 - m.ndim);
       if (md < 0) {
@@ -367,7 +258,7 @@ Result make_params(const Tensors& tensors, bool causal, std::optional<double> sc
       }
       p.mask_stride[d] = size == 1 ? 0 : stride_of(m, md);
     }
-    if (overlaps(out_span, span_of(m))) {
+    if (overlaps(o, m)) {
       return error("output overlaps mask in memory; write the result to a separate buffer");
     }
   }

@@ -18,7 +18,7 @@ enum class Platform { kCuda, kRocm };
 
 // Fills `params` when the call is valid for `kernel`; otherwise an InvalidArgument result
 // naming the argument. An empty problem is valid (`params` says so through its sizes).
-Result make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
+Status make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
                    Platform platform, Params* params);
 
 // The problem has no output element to write (batch, heads_q, seq_q or head_dim_v is 0).

@@ -214,7 +214,7 @@ void run_case(const Case& c) {
   t.query = &q.dl, t.key = &k.dl, t.value = &v.dl, t.output = &out.dl, t.mask = device_mask;
   gpu::Params params{};
   const gpu::Kernel kernel = c.path == Path::kEager ? gpu::Kernel::kEager : gpu::Kernel::kFlash;
-  const gpu::Result r =
+  const backplane::attention::Status r =
       gpu::make_params(t, c.causal, std::nullopt, kernel, gpu::Platform::kCuda, &params);
   ASSERT_TRUE(r.ok()) << r.message;
   if (c.path == Path::kNvidia) gpu::emulate_flash_nvidia(params);

@@ -67,7 +67,7 @@ struct Call {
     for (Tensor* x : {&q, &k, &v, &out, &mask}) x->device = d;
   }
 
-  gpu::Result run(gpu::Params* params) {
+  backplane::attention::Status run(gpu::Params* params) {
     backplane::attention::Tensors t;
     t.query = q.get();
     t.key = k.get();
@@ -300,6 +300,24 @@ const std::vector<Case>& cases() {
        "query data (data + byte_offset) is not aligned to its 2-byte elements"},
       {"NULL key data", [](Call& c) { c.k.address = 0; }, "key data is NULL"},
       {"scale NaN", [](Call& c) { c.scale = std::nan(""); }, "scale must be finite"},
+      // The checks shared with the CPU kernels (kernels/common/tensor.hpp).
+      {"negative GPU ordinal",
+       [](Call& c) {
+         c.set_device({kDLCUDA, -1});
+       },
+       "query has device_id -1; expected a GPU ordinal (0 or more)"},
+      {"dtype of 0 bits",
+       [](Call& c) {
+         c.k.dtype = {kDLFloat, 0, 1};
+       },
+       "key has dtype float0 but query has bfloat16"},
+      {"dims whose product overflows",
+       [](Call& c) {
+         c.v.shape = {1 << 20, 1 << 20, 1 << 20, 8};
+       },
+       "value shape [1048576, 1048576, 1048576, 8] has more elements than an int64 counts"},
+      {"byte_offset past the address space", [](Call& c) { c.out.byte_offset = uint64_t{1} << 62; },
+       "output data + byte_offset 4611686018427387904"},
   };
   return table;
 }
@@ -310,12 +328,12 @@ TEST(GpuAttentionValidate, Table) {
     Call call = base();
     c.setup(call);
     gpu::Params params{};
-    const gpu::Result result = call.run(&params);
+    const backplane::attention::Status result = call.run(&params);
     if (c.error.empty()) {
       ASSERT_TRUE(result.ok()) << result.message;
       if (c.check) c.check(params);
     } else {
-      EXPECT_EQ(result.code, gpu::Code::kInvalidArgument);
+      EXPECT_EQ(result.code, backplane::attention::StatusCode::kInvalidArgument);
       EXPECT_NE(result.message.find(c.error), std::string::npos) << result.message;
       EXPECT_EQ(result.message.rfind("attention: ", 0), 0u) << result.message;
     }
@@ -325,9 +343,9 @@ TEST(GpuAttentionValidate, Table) {
 TEST(GpuAttentionValidate, NullArgumentsAreNamed) {
   backplane::attention::Tensors none;
   gpu::Params params{};
-  const gpu::Result r = gpu::make_params(none, false, std::nullopt, gpu::Kernel::kEager,
-                                         gpu::Platform::kCuda, &params);
-  EXPECT_EQ(r.code, gpu::Code::kInvalidArgument);
+  const backplane::attention::Status r = gpu::make_params(
+      none, false, std::nullopt, gpu::Kernel::kEager, gpu::Platform::kCuda, &params);
+  EXPECT_EQ(r.code, backplane::attention::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.message, "attention: query is NULL");
 }
 
