@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "activation/activation.hpp"
+#include "common/bf16_instruction.hpp"
 #include "common/threads.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 #include "rotary/rotary.hpp"
@@ -54,14 +55,36 @@ void expect_close(const at::Tensor& ours, const at::Tensor& ref, at::ScalarType 
                 << r.flatten()[first].item<double>();
 }
 
-// Highway's own pattern: each target this CPU supports, in turn.
-class PerTarget : public ::testing::TestWithParam<int64_t> {
+// Highway's own pattern: each target this CPU supports, in turn; the AVX-512 targets twice
+// where the CPU has AVX512-BF16: with its float32 -> bfloat16 instruction and without.
+struct Target {
+  int64_t target;
+  bool bf16_instruction;
+};
+
+std::vector<Target> targets_to_test() {
+  std::vector<Target> out;
+  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    out.push_back({t, false});
+    if ((t == HWY_AVX3 || t == HWY_AVX3_DL) && kernels::cpu_has_bf16_instruction()) {
+      out.push_back({t, true});
+    }
+  }
+  return out;
+}
+
+class PerTarget : public ::testing::TestWithParam<Target> {
  protected:
   void SetUp() override {
-    hwy::SetSupportedTargetsForTest(GetParam());
+    hwy::SetSupportedTargetsForTest(GetParam().target);
+    kernels::use_bf16_instruction(GetParam().bf16_instruction);
     at::manual_seed(7);
   }
-  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+  void TearDown() override {
+    hwy::SetSupportedTargetsForTest(0);
+    kernels::use_bf16_instruction(true);
+  }
+  const char* target_name() const { return hwy::TargetName(GetParam().target); }
 };
 
 // ------------------------------------------------------------------ rms_norm
@@ -100,7 +123,7 @@ at::Tensor make_input(const std::vector<int64_t>& shape, NormCase::Layout layout
 }
 
 TEST_P(PerTarget, RmsNormMatchesTheComposite) {
-  EXPECT_STREQ(rmsnorm::cpu_target(), hwy::TargetName(GetParam()));
+  EXPECT_STREQ(rmsnorm::cpu_target(), target_name());
   const double eps = 1e-6;
   for (const NormCase& c : kNormCases) {
     for (at::ScalarType dtype : kDTypes) {
@@ -179,7 +202,7 @@ at::Tensor composite(activation::Activation a, const at::Tensor& x) {
 }
 
 TEST_P(PerTarget, GatedActivationsMatchTheComposite) {
-  EXPECT_STREQ(activation::cpu_target(), hwy::TargetName(GetParam()));
+  EXPECT_STREQ(activation::cpu_target(), target_name());
   for (const ActivationCase& c : kActivationCases) {
     for (activation::Activation a : kActivations) {
       for (at::ScalarType dtype : kDTypes) {
@@ -267,7 +290,7 @@ at::Tensor make_heads(const RotaryCase& c, int64_t heads, at::ScalarType dtype) 
 }
 
 TEST_P(PerTarget, RotaryMatchesTheComposite) {
-  EXPECT_STREQ(rotary::cpu_target(), hwy::TargetName(GetParam()));
+  EXPECT_STREQ(rotary::cpu_target(), target_name());
   for (const RotaryCase& c : kRotaryCases) {
     for (rotary::Style style : {rotary::Style::kNeox, rotary::Style::kInterleaved}) {
       for (at::ScalarType dtype : kDTypes) {
@@ -316,11 +339,39 @@ TEST_P(PerTarget, RotaryMatchesTheComposite) {
   }
 }
 
-std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
-  return hwy::TargetName(info.param);
+std::string TargetParamName(const ::testing::TestParamInfo<Target>& info) {
+  return std::string(hwy::TargetName(info.param.target)) +
+         (info.param.bf16_instruction ? "_bf16_instruction" : "");
 }
-INSTANTIATE_TEST_SUITE_P(Targets, PerTarget,
-                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
+INSTANTIATE_TEST_SUITE_P(Targets, PerTarget, ::testing::ValuesIn(targets_to_test()),
+                         TargetParamName);
+
+// The instruction and the portable sequence give the same bits, except that the instruction
+// turns a float32 subnormal result into a zero of the same sign (common/bf16_instruction.hpp).
+TEST(Bf16Instruction, RoundsLikeThePortableSequence) {
+  if (!kernels::cpu_has_bf16_instruction()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  at::manual_seed(11);
+  const at::Tensor x = (at::randn({64, 1000}) * 3).to(at::kBFloat16);
+  at::Tensor w = at::randn({1000});
+  w.narrow(0, 0, 50).fill_(1e-39f);  // scaled results below float32's normal range
+  w = w.to(at::kBFloat16);
+  const at::Tensor with = at::empty_like(x), without = at::empty_like(x);
+  const TorchView xv(x), wv(w), a(with), b(without);
+  kernels::use_bf16_instruction(true);
+  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, a}, 1e-6).ok());
+  kernels::use_bf16_instruction(false);
+  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, b}, 1e-6).ok());
+  kernels::use_bf16_instruction(true);
+
+  const at::Tensor portable = without.to(at::kFloat);
+  const at::Tensor subnormal = portable.abs().lt(1.1754944e-38f).logical_and(portable.ne(0));
+  ASSERT_GT(subnormal.sum().item<int64_t>(), 0) << "the case must reach the subnormal range";
+  const at::Tensor same = with.view(at::kShort).eq(without.view(at::kShort));
+  EXPECT_TRUE(same.logical_or(subnormal).all().item<bool>()) << "a normal result differs";
+  const at::Tensor flushed = with.to(at::kFloat).masked_select(subnormal);
+  EXPECT_TRUE(flushed.eq(0).all().item<bool>()) << "a subnormal result was not flushed";
+  EXPECT_TRUE(flushed.signbit().eq(portable.masked_select(subnormal).signbit()).all().item<bool>());
+}
 
 // The same cases must hold on one thread and on several (the pool splits big inputs).
 TEST(Threads, OneThreadGivesTheSameBits) {

@@ -23,11 +23,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::ExpF;
+using kernels::HWY_NAMESPACE::kPrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::RecipF;
 using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::StorePairF;
 using kernels::HWY_NAMESPACE::StreamAligned;
-using kernels::HWY_NAMESPACE::StreamF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
@@ -87,29 +88,32 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = c0;
-  if (stream && StreamAligned<T>(d, out) && c0 % N == 0) {
+  auto y = [&](int64_t at) {
+    return hn::Mul(Act<A>(d, LoadF<T>(d, gate, at)), LoadF<T>(d, up, at));
+  };
+  if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
+    const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+    const char* gate_ahead = static_cast<const char*>(gate) + kPrefetchBytes;
+    const char* up_ahead = static_cast<const char*>(up) + kPrefetchBytes;
     for (; i + 2 * N <= c1; i += 2 * N) {
-      const VF y0 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i));
-      const VF y1 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i + N)), LoadF<T>(d, up, i + N));
-      StreamF<T>(d, y0, out, i);
-      StreamF<T>(d, y1, out, i + N);
+      // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
+      for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
+        hwy::Prefetch(gate_ahead + b);
+        hwy::Prefetch(up_ahead + b);
+      }
+      StorePairF<T, true>(d, y(i), y(i + N), out, i);
     }
   }
-  for (; i + 2 * N <= c1; i += 2 * N) {
-    const VF y0 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i));
-    const VF y1 = hn::Mul(Act<A>(d, LoadF<T>(d, gate, i + N)), LoadF<T>(d, up, i + N));
-    StoreF<T>(d, y0, out, i);
-    StoreF<T>(d, y1, out, i + N);
-  }
+  for (; i + 2 * N <= c1; i += 2 * N) StorePairF<T, false>(d, y(i), y(i + N), out, i);
   for (; i < c1; i += N) {
     const int64_t n = std::min(N, c1 - i);
     if (n == N) {
-      StoreF<T>(d, hn::Mul(Act<A>(d, LoadF<T>(d, gate, i)), LoadF<T>(d, up, i)), out, i);
+      StoreF<T>(d, y(i), out, i);
     } else {
       Tail<T> gt, ut, ot;
-      const VF y = hn::Mul(Act<A>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
-                           LoadF<T>(d, ut.load(up, i, n), 0));
-      StoreF<T>(d, y, ot.buf, 0);
+      const VF last = hn::Mul(Act<A>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
+                              LoadF<T>(d, ut.load(up, i, n), 0));
+      StoreF<T>(d, last, ot.buf, 0);
       ot.store(out, i, n);
     }
   }

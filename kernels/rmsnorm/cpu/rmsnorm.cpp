@@ -9,6 +9,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <new>
@@ -23,9 +24,11 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
+using kernels::HWY_NAMESPACE::kPrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::RoundTo;
 using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::StorePairF;
 using kernels::HWY_NAMESPACE::StreamAligned;
 using kernels::HWY_NAMESPACE::StreamF;
 using kernels::HWY_NAMESPACE::Tail;
@@ -73,19 +76,25 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
 
 template <DType T>
 HWY_INLINE void Scale(const void* x, const void* weight, float inv_rms, void* out, int64_t n,
-                      bool stream) {
+                      bool stream, const char* next_row) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF s = hn::Set(d, inv_rms);
   int64_t i = 0;
+  auto scaled = [&](int64_t at) {
+    return hn::Mul(hn::Mul(LoadF<T>(d, x, at), s), LoadF<T>(d, weight, at));
+  };
   if (stream && StreamAligned<T>(d, out)) {
-    for (; i + N <= n; i += N) {
-      StreamF<T>(d, hn::Mul(hn::Mul(LoadF<T>(d, x, i), s), LoadF<T>(d, weight, i)), out, i);
+    const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+    for (; i + 2 * N <= n; i += 2 * N) {
+      if (next_row) {
+        for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) hwy::Prefetch(next_row + b);
+      }
+      StorePairF<T, true>(d, scaled(i), scaled(i + N), out, i);
     }
   }
-  for (; i + N <= n; i += N) {
-    StoreF<T>(d, hn::Mul(hn::Mul(LoadF<T>(d, x, i), s), LoadF<T>(d, weight, i)), out, i);
-  }
+  for (; i + 2 * N <= n; i += 2 * N) StorePairF<T, false>(d, scaled(i), scaled(i + N), out, i);
+  for (; i + N <= n; i += N) StoreF<T>(d, scaled(i), out, i);
   if (i < n) {
     Tail<T> xt, wt, ot;
     const VF v = hn::Mul(hn::Mul(LoadF<T>(d, xt.load(x, i, n - i), 0), s),
@@ -98,6 +107,7 @@ HWY_INLINE void Scale(const void* x, const void* weight, float inv_rms, void* ou
 template <DType T, bool kResidual>
 void NormRows(const Problem& p, int64_t begin, int64_t end, bool stream) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  const int64_t ahead = std::max<int64_t>(1, kPrefetchBytes / (p.hidden * es));
   for (int64_t r = begin; r < end; ++r) {
     const char* x = p.input.data + p.input.offset(r) * es;
     char* residual = kResidual ? p.residual.data + p.residual.offset(r) * es : nullptr;
@@ -105,7 +115,8 @@ void NormRows(const Problem& p, int64_t begin, int64_t end, bool stream) {
     const float sum = SumSquares<T, kResidual>(x, residual, p.hidden);
     const double mean = static_cast<double>(sum) / static_cast<double>(p.hidden);
     const auto inv_rms = static_cast<float>(1.0 / std::sqrt(mean + p.epsilon));
-    Scale<T>(kResidual ? residual : x, p.weight, inv_rms, out, p.hidden, stream);
+    const char* next = r + ahead < end ? p.input.data + p.input.offset(r + ahead) * es : nullptr;
+    Scale<T>(kResidual ? residual : x, p.weight, inv_rms, out, p.hidden, stream, next);
   }
   if (stream) hwy::FlushStream();
 }
