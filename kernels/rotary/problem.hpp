@@ -31,6 +31,32 @@ struct Problem {
   Table cos, sin;
 };
 
+#ifdef __CUDACC__
+#define BACKPLANE_ROTARY_HOST_DEVICE __host__ __device__
+#else
+#define BACKPLANE_ROTARY_HOST_DEVICE
+#endif
+
+// Rows are numbered batch-major, then the query heads and the key heads, then seq: where row
+// `row` of `heads` (query's plus key's) starts, in elements from its operand's data, and the
+// operand; the CPU and CUDA kernels walk rows the same way.
+struct RowStart {
+  const Operand* operand;
+  int64_t element;
+  int64_t batch, seq;
+};
+
+BACKPLANE_ROTARY_HOST_DEVICE inline RowStart row_start(const Problem& p, int64_t heads,
+                                                       int64_t row) {
+  const int64_t s = row % p.seq;
+  const int64_t bh = row / p.seq;
+  const int64_t b = bh / heads;
+  int64_t h = bh % heads;
+  const Operand* o = h < p.query.heads ? &p.query : &p.key;
+  if (h >= p.query.heads) h -= p.query.heads;
+  return {o, b * o->stride[0] + h * o->stride[1] + s * o->stride[2], b, s};
+}
+
 // Fills *problem when the status is ok.
 Status make_problem(const Tensors& tensors, Style style, kernels::Memory memory, Problem* problem);
 

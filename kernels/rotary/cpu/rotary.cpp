@@ -134,26 +134,18 @@ void RunTyped(const Problem& p) {
   }
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t rows = p.batch * heads * p.seq;
-  auto row_data = [&](int64_t row) {
-    const int64_t s = row % p.seq;
-    const int64_t bh = row / p.seq;
-    const int64_t b = bh / heads;
-    int64_t h = bh % heads;
-    const Operand& o = h < p.query.heads ? p.query : p.key;
-    if (h >= p.query.heads) h -= p.query.heads;
-    return o.data + (b * o.stride[0] + h * o.stride[1] + s * o.stride[2]) * es;
-  };
   const int64_t row_bytes = 2 * p.half * es;
   const int64_t ahead = std::max<int64_t>(1, kPrefetchBytes / row_bytes);
   kernels::parallel_ranges(rows, 2 * row_bytes, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       if (row + ahead < end) {
-        const char* next = row_data(row + ahead);
+        const RowStart next_row = row_start(p, heads, row + ahead);
+        const char* next = next_row.operand->data + next_row.element * es;
         for (int64_t at = 0; at < row_bytes; at += 64) hwy::Prefetch(next + at);
       }
-      const int64_t s = row % p.seq;
-      const int64_t b = row / p.seq / heads;
-      char* x = row_data(row);
+      const RowStart r = row_start(p, heads, row);
+      const int64_t b = r.batch, s = r.seq;
+      char* x = r.operand->data + r.element * es;
       if (interleaved) {
         const int64_t t = ((table_per_batch ? b : 0) * p.seq + s) * 2 * p.half;
         InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);

@@ -19,14 +19,9 @@ __global__ void rotate(Problem p, int64_t heads, bool interleaved) {
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += step) {
     const int64_t i = e % p.half;
-    const int64_t row = e / p.half;
-    const int64_t s = row % p.seq;
-    const int64_t bh = row / p.seq;
-    const int64_t b = bh / heads;
-    int64_t h = bh % heads;
-    const Operand& o = h < p.query.heads ? p.query : p.key;
-    if (h >= p.query.heads) h -= p.query.heads;
-    S* x = reinterpret_cast<S*>(o.data) + b * o.stride[0] + h * o.stride[1] + s * o.stride[2];
+    const RowStart r = row_start(p, heads, e / p.half);
+    const int64_t b = r.batch, s = r.seq;
+    S* x = reinterpret_cast<S*>(r.operand->data) + r.element;
     const float c = to_float(
         reinterpret_cast<const C*>(p.cos.data)[b * p.cos.stride[0] + s * p.cos.stride[1] + i]);
     const float sn = to_float(
