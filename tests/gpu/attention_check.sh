@@ -13,22 +13,10 @@
 #   /usr/local/cuda/bin/nvcc);  BACKPLANE_CUDA_ARCHITECTURES (default 80-real;90)
 set -euo pipefail
 
-if [[ -z "${ATTENTION_CHECK_TIMED:-}" ]]; then
-  ATTENTION_CHECK_TIMED=1 exec timeout --kill-after=5 290 bash "$0" "$@"
-fi
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${1:-$root/build-gpu-check}
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-mkdir -p "$build"
-
-die() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this script needs an NVIDIA GPU"
-[[ -x "$nvcc" ]] || die "nvcc not found (set NVCC)"
+# shellcheck source=gpu_check_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_check_common.sh"
+cap_run 290 ATTENTION_CHECK_TIMED "$@"
+gpu_check_start build-gpu-check "$@"
 nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv,noheader |
   head -1
 

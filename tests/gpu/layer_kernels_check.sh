@@ -11,22 +11,10 @@
 #   /usr/local/cuda/bin/nvcc)
 set -euo pipefail
 
-if [[ -z "${LAYER_CHECK_TIMED:-}" ]]; then
-  LAYER_CHECK_TIMED=1 exec timeout --kill-after=5 110 bash "$0" "$@"
-fi
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${1:-$root/build-gpu-layers}
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-mkdir -p "$build"
-
-die() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this script needs an NVIDIA GPU"
-[[ -x "$nvcc" ]] || die "nvcc not found (set NVCC)"
+# shellcheck source=gpu_check_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_check_common.sh"
+cap_run 110 LAYER_CHECK_TIMED "$@"
+gpu_check_start build-gpu-layers "$@"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
   echo "== building the layer kernels and layer_kernels_check in $build"
