@@ -3,6 +3,8 @@
 // convert by a cast, and a message naming the argument at fault.
 #pragma once
 
+#include <exception>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -27,5 +29,21 @@ struct Status {
     return {StatusCode::kInvalidArgument, std::move(m)};
   }
 };
+
+// Runs `call` (which returns a Status) and turns what it throws into a Status, for every
+// kernel library's entry points: nothing throws across the plugin ABI. `op` starts the message;
+// `buffers` says what memory ran out (" for the pair tables"), or is empty.
+template <class Call>
+Status guarded_call(const char* op, const char* buffers, Call&& call) {
+  try {
+    return std::forward<Call>(call)();
+  } catch (const std::bad_alloc&) {
+    return {StatusCode::kOutOfMemory, std::string(op) + ": out of memory" + buffers};
+  } catch (const std::exception& e) {
+    return {StatusCode::kInternal, std::string(op) + ": " + e.what()};
+  } catch (...) {
+    return {StatusCode::kInternal, std::string(op) + ": unknown error"};
+  }
+}
 
 }  // namespace backplane::kernels

@@ -176,17 +176,13 @@ HWY_EXPORT(Run);
 HWY_EXPORT(TargetName);
 
 Status forward_cpu(Activation activation, const DLTensor* input, const DLTensor* output) {
-  try {
+  return kernels::guarded_call(op_name(activation), "", [&] {
     Problem p;
     Status s = make_problem(activation, input, output, kernels::Memory::kHost, &p);
     if (!s.ok() || p.rows == 0 || p.d == 0) return s;
     HWY_DYNAMIC_DISPATCH(Run)(p);
     return s;
-  } catch (const std::bad_alloc&) {
-    return {StatusCode::kOutOfMemory, std::string(op_name(activation)) + ": out of memory"};
-  } catch (const std::exception& e) {
-    return {StatusCode::kInternal, std::string(op_name(activation)) + ": " + e.what()};
-  }
+  });
 }
 
 const char* cpu_target() {

@@ -1,6 +1,4 @@
 // The public entry points: validation, dispatch to eager or sdpa, no exception escapes.
-#include <exception>
-#include <new>
 
 #include "attention/attention.hpp"
 #include "cpu/problem.hpp"
@@ -19,18 +17,14 @@ const char* implementation_name(Implementation impl) {
 }
 
 Status validate(const Tensors& tensors, const Options& options) {
-  try {
+  return kernels::guarded_call("attention", "", [&] {
     cpu::Problem p;
     return cpu::make_problem(tensors, options, &p);
-  } catch (const std::exception& e) {
-    return {StatusCode::kInternal, std::string("attention: ") + e.what()};
-  } catch (...) {
-    return {StatusCode::kInternal, "attention: unknown error"};
-  }
+  });
 }
 
 Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
-  try {
+  return kernels::guarded_call("attention", " for the kernel's buffers", [&]() -> Status {
     cpu::Problem p;
     Status s = cpu::make_problem(tensors, options, &p);
     if (!s.ok()) return s;
@@ -50,13 +44,7 @@ Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
                 "Implementation::kSdpa or kEager"};
     }
     return s;
-  } catch (const std::bad_alloc&) {
-    return {StatusCode::kOutOfMemory, "attention: out of memory for the kernel's buffers"};
-  } catch (const std::exception& e) {
-    return {StatusCode::kInternal, std::string("attention: ") + e.what()};
-  } catch (...) {
-    return {StatusCode::kInternal, "attention: unknown error"};
-  }
+  });
 }
 
 void set_num_threads(int n) {

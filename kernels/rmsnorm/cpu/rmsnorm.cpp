@@ -164,17 +164,13 @@ HWY_EXPORT(Run);
 HWY_EXPORT(TargetName);
 
 Status forward_cpu(const Tensors& tensors, double epsilon) {
-  try {
+  return kernels::guarded_call("rms_norm", "", [&] {
     Problem p;
     Status s = make_problem(tensors, epsilon, kernels::Memory::kHost, &p);
     if (!s.ok() || p.rows == 0 || p.hidden == 0) return s;
     HWY_DYNAMIC_DISPATCH(Run)(p);
     return s;
-  } catch (const std::bad_alloc&) {
-    return {StatusCode::kOutOfMemory, "rms_norm: out of memory"};
-  } catch (const std::exception& e) {
-    return {StatusCode::kInternal, std::string("rms_norm: ") + e.what()};
-  }
+  });
 }
 
 const char* cpu_target() {

@@ -189,17 +189,13 @@ HWY_EXPORT(Run);
 HWY_EXPORT(TargetName);
 
 Status forward_cpu(const Tensors& tensors, Style style) {
-  try {
+  return kernels::guarded_call("rotary_embedding", " for the pair tables", [&] {
     Problem p;
     Status s = make_problem(tensors, style, kernels::Memory::kHost, &p);
     if (!s.ok() || p.batch == 0 || p.seq == 0 || p.half == 0) return s;
     HWY_DYNAMIC_DISPATCH(Run)(p);
     return s;
-  } catch (const std::bad_alloc&) {
-    return {StatusCode::kOutOfMemory, "rotary_embedding: out of memory for the pair tables"};
-  } catch (const std::exception& e) {
-    return {StatusCode::kInternal, std::string("rotary_embedding: ") + e.what()};
-  }
+  });
 }
 
 const char* cpu_target() {
