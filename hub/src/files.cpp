@@ -4,10 +4,12 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -112,7 +114,28 @@ std::vector<std::string> subfolders(const fs::path& folder) {
   return names;
 }
 
-fs::path make_temp_folder(const fs::path& parent, const std::string& prefix) {
+namespace {
+
+fs::path lock_file_of(const fs::path& folder) {
+  return fs::path(folder.string() + ".lock");
+}
+
+// An open, exclusively flocked lock file, or -1 when another process holds it (or it cannot be
+// opened).
+int try_lock(const fs::path& file, bool create) {
+  const int fd =
+      ::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+StagingFolder::StagingFolder(const fs::path& parent, const std::string& prefix) {
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw Error("cannot create " + parent.string() + ": " + ec.message());
@@ -121,13 +144,44 @@ fs::path make_temp_folder(const fs::path& parent, const std::string& prefix) {
     throw Error("cannot create a folder in " + parent.string() + ": " +
                 std::error_code(errno, std::generic_category()).message());
   }
-  return pattern;
+  path_ = pattern;
+  lock_fd_ = try_lock(lock_file_of(path_), true);
+  if (lock_fd_ < 0) {
+    const std::string why = std::error_code(errno, std::generic_category()).message();
+    fs::remove(path_, ec);
+    throw Error("cannot lock " + lock_file_of(path_).string() + ": " + why);
+  }
 }
 
-FolderGuard::~FolderGuard() {
-  if (path_.empty()) return;
+StagingFolder::~StagingFolder() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+  fs::remove(lock_file_of(path_), ec);  // before the unlock: a sweeper never sees it unheld
+  ::close(lock_fd_);
+}
+
+size_t sweep_stale_staging(const fs::path& parent, int64_t unlocked_grace_seconds) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (const std::string& name : subfolders(parent)) {
+    const fs::path folder = parent / name;
+    const fs::path lock = lock_file_of(folder);
+    const int fd = try_lock(lock, false);
+    if (fd >= 0) {  // its owner is gone
+      fs::remove_all(folder, ec);
+      if (!ec) ++removed;
+      fs::remove(lock, ec);
+      ::close(fd);
+      continue;
+    }
+    if (fs::symlink_status(lock, ec).type() != fs::file_type::not_found) continue;  // held
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0) continue;
+    if (::time(nullptr) - st.st_mtime < unlocked_grace_seconds) continue;  // being set up
+    fs::remove_all(folder, ec);
+    if (!ec) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace backplane::hub::detail

@@ -32,21 +32,27 @@ void copy_package_tree(const std::filesystem::path& from, const std::filesystem:
 // Names of the folders directly in `folder` (not links), sorted; empty when it is missing.
 std::vector<std::string> subfolders(const std::filesystem::path& folder);
 
-// A new folder `parent`/`prefix`XXXXXX (mkdtemp); `parent` is created when missing.
-std::filesystem::path make_temp_folder(const std::filesystem::path& parent,
-                                       const std::string& prefix);
-
-// Removes a folder tree on destruction unless released.
-class FolderGuard {
+// A new folder `parent`/`prefix`XXXXXX (mkdtemp) for one install or removal, removed with
+// everything in it on destruction. While it lives, this process holds an flock on
+// `<folder>.lock` beside it, so that sweep_stale_staging can tell the folder of a live install
+// from the leftover of a process that died mid-way. `parent` is created when missing.
+class StagingFolder {
  public:
-  explicit FolderGuard(std::filesystem::path path) : path_(std::move(path)) {}
-  ~FolderGuard();
-  FolderGuard(const FolderGuard&) = delete;
-  FolderGuard& operator=(const FolderGuard&) = delete;
-  void release() { path_.clear(); }
+  StagingFolder(const std::filesystem::path& parent, const std::string& prefix);
+  ~StagingFolder();
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
+  int lock_fd_ = -1;
 };
+
+// Removes from `parent` the staging folders no live process holds: those whose lock file can
+// be locked, and those without one older than `unlocked_grace_seconds` (a folder is made a
+// moment before its lock). Best effort: what cannot be removed stays. Returns how many went.
+size_t sweep_stale_staging(const std::filesystem::path& parent,
+                           int64_t unlocked_grace_seconds = 600);
 
 }  // namespace backplane::hub::detail

@@ -95,9 +95,10 @@ InstalledPackage Store::install(const fs::path& source, const InstallOptions& op
   }
 
   // Everything happens in a staging folder on the store's file system; only the final rename
-  // makes the package visible, and the guard removes the staging folder whatever happens.
-  const fs::path staging = detail::make_temp_folder(root_ / ".staging", "install-");
-  detail::FolderGuard guard(staging);
+  // makes the package visible, and the staging folder goes whatever happens.
+  detail::sweep_stale_staging(root_ / ".staging");  // leftovers of installs that died
+  const detail::StagingFolder staging_folder(root_ / ".staging", "install-");
+  const fs::path& staging = staging_folder.path();
   const fs::path package = staging / "package";
   fs::create_directory(package);
   if (is_folder) {

@@ -136,10 +136,9 @@ size_t Store::remove(const RepoId& repo, const std::optional<std::string>& revis
   for (const InstalledPackage& p : find(repo)) {
     if (p.local || (revision && p.revision != *revision)) continue;
     // Rename out of sight first, so no reader sees a half-removed package.
-    const fs::path trash = detail::make_temp_folder(root_ / ".staging", "remove-");
-    detail::FolderGuard guard(trash);
+    const detail::StagingFolder trash(root_ / ".staging", "remove-");
     std::error_code ec;
-    fs::rename(p.folder, trash / "package", ec);
+    fs::rename(p.folder, trash.path() / "package", ec);
     if (ec) throw Error("cannot remove " + p.folder.string() + ": " + ec.message());
     ++removed;
   }

@@ -4,7 +4,14 @@
 #include <backplane/hub/errors.hpp>
 #include <backplane/hub/store.hpp>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
 
 #include "hub_testing.hpp"
 #include "test_package_op.h"
@@ -204,6 +211,43 @@ TEST_F(StoreTest, AFailingInstallLeavesNothingBehind) {
     EXPECT_FALSE(std::filesystem::exists(store_.path() / "escaped"));
     EXPECT_FALSE(std::filesystem::exists(store_root() / "escaped"));
   }
+}
+
+// What a process that died mid-install leaves in .staging goes at the next install; the
+// folders of installs still running (their lock held), and a folder made a moment ago whose
+// lock is not taken yet, stay.
+TEST_F(StoreTest, AnInstallSweepsTheLeftoversOfDeadInstalls) {
+  namespace fs = std::filesystem;
+  const fs::path staging = store_root() / ".staging";
+  fs::create_directories(staging);
+  auto leave = [&](const std::string& name, bool with_lock) {
+    fs::create_directories(staging / name / "package" / "build");
+    testing::write_file(staging / name / "package" / "build" / "partial", "x");
+    if (with_lock) testing::write_file(staging / (name + ".lock"), "");
+  };
+  leave("install-dead00", true);  // its lock file is there and nobody holds it
+  leave("install-live00", true);
+  leave("install-young0", false);
+  leave("install-old000", false);
+  const fs::path old = staging / "install-old000";
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, old.c_str(), times, 0), 0);
+  // Another install's lock: an flock on its own open file, as a live process holds it.
+  const int live = ::open((staging / "install-live00.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(live, 0);
+  ASSERT_EQ(::flock(live, LOCK_EX | LOCK_NB), 0);
+
+  store().install(make_package("pkg", "backplane/scale"));
+
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(staging)) left.push_back(e.path().filename());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left,
+            (std::vector<std::string>{"install-live00", "install-live00.lock", "install-young0"}));
+  ::close(live);
+  const std::vector<std::string> all = stored();
+  EXPECT_NE(std::find(all.begin(), all.end(), "backplane/scale/main"), all.end())
+      << "the new package is installed";
 }
 
 TEST_F(StoreTest, InstallsArchivesWithOrWithoutATopFolder) {
