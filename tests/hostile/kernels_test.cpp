@@ -28,7 +28,7 @@ namespace backplane::hostile {
 namespace {
 
 constexpr DLDataType kF32{kDLFloat, 32, 1};
-constexpr float kCanary = -12345.5f;  // what every buffer byte beyond the good values holds
+constexpr float kCanary = -12345.5f;  // every element beyond the good values, and outputs
 
 // A float32 tensor argument with twice the room its shape needs, so that the strided layouts
 // the ABI allows stay inside the allocation.
