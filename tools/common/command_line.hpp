@@ -1,5 +1,6 @@
-// What the command-line tools (hwprobe, kernel-hub) share: parsing one subcommand's words with
-// Boost.Program_options and printing its help. Each tool keeps its own common options.
+// What the command-line tools (hwprobe, kernel-hub) share: exit codes, the command table entry,
+// parsing one subcommand's words with Boost.Program_options and printing its help. Each tool
+// keeps its own common options and its own list of commands.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -8,6 +9,18 @@
 #include <vector>
 
 namespace backplane::tools {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // anything but bad input
+constexpr int kExitUsage = 2;    // bad usage or bad input; the message is on stderr
+
+// One subcommand: its name, its line in the tool's --help, and what runs it with the words
+// after its name.
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
 
 // Parses a command's words (after its name) into `vm`; `positional` names the option that
 // collects the remaining words ("" for none). Abbreviated option names are not guessed.

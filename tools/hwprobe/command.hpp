@@ -1,4 +1,4 @@
-// What every hwprobe command shares: exit codes, the common options, opening the runtime, and
+// What every hwprobe command shares: the common options, opening the runtime, and
 // parsing a command's own arguments. Each command lives in its own <name>_command.cpp.
 #pragma once
 
@@ -13,9 +13,13 @@
 
 namespace hwprobe {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;  // anything but bad input
-constexpr int kExitUsage = 2;    // bad usage or bad input; the message is on stderr
+// Shared with the other tools (tools/common/command_line.hpp).
+using backplane::tools::Command;
+using backplane::tools::kExitFailure;
+using backplane::tools::kExitOk;
+using backplane::tools::kExitUsage;
+using backplane::tools::parse_command_args;
+using backplane::tools::print_command_help;
 
 // --json, --log LEVEL, --sim NAME|FILE, --isolate, --help: taken by every command.
 struct CommonOptions {
@@ -30,18 +34,8 @@ struct CommonOptions {
 void add_common_options(boost::program_options::options_description& description,
                         CommonOptions& common);
 
-// Shared with the other tools (tools/common/command_line.hpp).
-using backplane::tools::parse_command_args;
-using backplane::tools::print_command_help;
-
 // Applies --sim (sets BACKPLANE_SIM_TOPOLOGY), --log and --isolate, then opens the runtime.
 backplane::Runtime open_runtime(const CommonOptions& common);
-
-struct Command {
-  const char* name;
-  const char* summary;
-  int (*run)(const std::vector<std::string>& args);
-};
 
 // The commands, in the order `hwprobe --help` lists them. The first, "report", runs when the
 // first word is not a command name.

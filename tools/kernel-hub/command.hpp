@@ -1,4 +1,4 @@
-// What every kernel-hub command shares: exit codes, the common options, argument parsing, the
+// What every kernel-hub command shares: the common options, argument parsing, the
 // store. Each command lives in its own <name>_command.cpp.
 #pragma once
 
@@ -13,9 +13,13 @@
 
 namespace kernel_hub {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;  // anything but bad input
-constexpr int kExitUsage = 2;    // bad usage or bad input; the message is on stderr
+// Shared with the other tools (tools/common/command_line.hpp).
+using backplane::tools::Command;
+using backplane::tools::kExitFailure;
+using backplane::tools::kExitOk;
+using backplane::tools::kExitUsage;
+using backplane::tools::parse_command_args;
+using backplane::tools::print_command_help;
 
 // --json and --help: taken by every command.
 struct CommonOptions {
@@ -26,22 +30,12 @@ struct CommonOptions {
 void add_common_options(boost::program_options::options_description& description,
                         CommonOptions& common);
 
-// Shared with the other tools (tools/common/command_line.hpp).
-using backplane::tools::parse_command_args;
-using backplane::tools::print_command_help;
-
 // The store of BACKPLANE_HUB_CACHE (or the default) with BACKPLANE_LOCAL_KERNELS; lock and
 // verify use it without the local folders (a lock records installed packages).
 backplane::hub::Store open_store(bool with_local_kernels = true);
 
 // Exactly one positional word, or a usage error naming what was expected.
 std::string single_word(const boost::program_options::variables_map& vm, const char* what);
-
-struct Command {
-  const char* name;
-  const char* summary;
-  int (*run)(const std::vector<std::string>& args);
-};
 
 // The commands, in the order `kernel-hub --help` lists them.
 const std::vector<Command>& commands();
