@@ -25,4 +25,27 @@ void print_command_help(const std::string& usage, const po::options_description&
   std::cout << "Usage: " << usage << "\n\n" << description << "\n";
 }
 
+bool parse_command_or_help(const std::vector<std::string>& args,
+                           const po::options_description& description,
+                           const std::string& positional, const std::string& usage,
+                           po::variables_map& vm) {
+  po::options_description all;
+  all.add(description);
+  if (!positional.empty()) {
+    all.add_options()(positional.c_str(), po::value<std::vector<std::string>>());
+  }
+  parse_command_args(args, all, positional, vm);
+  if (vm["help"].as<bool>()) {
+    print_command_help(usage, description);
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> positional_words(const po::variables_map& vm,
+                                          const std::string& positional) {
+  return vm.count(positional) ? vm[positional].as<std::vector<std::string>>()
+                              : std::vector<std::string>{};
+}
+
 }  // namespace backplane::tools

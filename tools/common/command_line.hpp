@@ -33,4 +33,18 @@ void parse_command_args(const std::vector<std::string>& args,
 void print_command_help(const std::string& usage,
                         const boost::program_options::options_description& description);
 
+// The preamble of every command: parses its words into `vm` as parse_command_args does, with
+// `positional` (when not "") a hidden option added here that collects the remaining words
+// (read them with positional_words). `description` must hold the tool's "help,h" switch: when
+// it was given, prints print_command_help(usage, description) and returns false, and the
+// command has nothing more to do.
+bool parse_command_or_help(const std::vector<std::string>& args,
+                           const boost::program_options::options_description& description,
+                           const std::string& positional, const std::string& usage,
+                           boost::program_options::variables_map& vm);
+
+// The words parse_command_or_help collected under `positional`; none when there were none.
+std::vector<std::string> positional_words(const boost::program_options::variables_map& vm,
+                                          const std::string& positional);
+
 }  // namespace backplane::tools

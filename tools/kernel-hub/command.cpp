@@ -10,7 +10,8 @@ namespace kernel_hub {
 
 void add_common_options(po::options_description& description, CommonOptions& common) {
   description.add_options()("json", po::bool_switch(&common.json), "print JSON instead of text")(
-      "help,h", po::bool_switch(&common.help), "show this help");
+      // Not bound: parse_command_or_help reads it from the parsed words.
+      "help,h", po::bool_switch(), "show this help");
 }
 
 backplane::hub::Store open_store(bool with_local_kernels) {
@@ -20,8 +21,7 @@ backplane::hub::Store open_store(bool with_local_kernels) {
 }
 
 std::string single_word(const po::variables_map& vm, const char* what) {
-  const auto words =
-      vm.count("words") ? vm["words"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string> words = positional_words(vm, "words");
   if (words.size() != 1) {
     throw backplane::InvalidArgument("expected one " + std::string(what) + ", got " +
                                      std::to_string(words.size()) + " words");

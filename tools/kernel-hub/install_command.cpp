@@ -18,17 +18,14 @@ int run_install(const std::vector<std::string>& args) {
                             "the revision to install it as (default: main)")(
       "replace", po::bool_switch(&replace), "replace that revision when it is installed");
   add_common_options(description, common);
-  po::options_description all;
-  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
   po::variables_map vm;
-  parse_command_args(args, all, "words", vm);
-  if (common.help) {
-    print_command_help(
-        "kernel-hub install PATH_OR_ARCHIVE [--revision R] [--replace] [--json]\n\n"
-        "A folder or an archive (tar, tar.gz, zip, ...) holding build/<variant>/ folders, each\n"
-        "with metadata.json and its library. Every variant is checked before anything is\n"
-        "installed; an archive entry that would land outside the package is refused.",
-        description);
+  if (!parse_command_or_help(
+          args, description, "words",
+          "kernel-hub install PATH_OR_ARCHIVE [--revision R] [--replace] [--json]\n\n"
+          "A folder or an archive (tar, tar.gz, zip, ...) holding build/<variant>/ folders, each\n"
+          "with metadata.json and its library. Every variant is checked before anything is\n"
+          "installed; an archive entry that would land outside the package is refused.",
+          vm)) {
     return kExitOk;
   }
   const std::string source = single_word(vm, "PATH_OR_ARCHIVE");

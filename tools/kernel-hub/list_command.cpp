@@ -15,9 +15,7 @@ int run_list(const std::vector<std::string>& args) {
   po::options_description description("Options");
   add_common_options(description, common);
   po::variables_map vm;
-  parse_command_args(args, description, "", vm);
-  if (common.help) {
-    print_command_help("kernel-hub list [--json]", description);
+  if (!parse_command_or_help(args, description, "", "kernel-hub list [--json]", vm)) {
     return kExitOk;
   }
   const backplane::hub::Store store = open_store();

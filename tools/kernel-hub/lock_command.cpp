@@ -58,17 +58,15 @@ int run_lock(const std::vector<std::string>& args) {
   description.add_options()("output,o", po::value(&output)->value_name("FILE"),
                             "where to write the lock (default: kernels.lock)");
   add_common_options(description, common);
-  po::options_description all;
-  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
   po::variables_map vm;
-  parse_command_args(args, all, "words", vm);
-  if (common.help) {
-    print_command_help(
-        "kernel-hub lock CONFIG [-o FILE] [--json]\n\n"
-        "CONFIG is JSON: {\"kernels\": {\"org/repo\": \"REVISION\" or null, ...}}. Every variant\n"
-        "of each installed revision is hashed (local folders are not used: a lock records\n"
-        "installed packages).",
-        description);
+  if (!parse_command_or_help(
+          args, description, "words",
+          "kernel-hub lock CONFIG [-o FILE] [--json]\n\n"
+          "CONFIG is JSON: {\"kernels\": {\"org/repo\": \"REVISION\" or null, ...}}. Every "
+          "variant\n"
+          "of each installed revision is hashed (local folders are not used: a lock records\n"
+          "installed packages).",
+          vm)) {
     return kExitOk;
   }
   const std::string config = single_word(vm, "CONFIG");

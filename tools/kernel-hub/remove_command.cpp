@@ -18,12 +18,9 @@ int run_remove(const std::vector<std::string>& args) {
   description.add_options()("revision", po::value(&revision)->value_name("R"),
                             "remove only this revision (default: every revision)");
   add_common_options(description, common);
-  po::options_description all;
-  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
   po::variables_map vm;
-  parse_command_args(args, all, "words", vm);
-  if (common.help) {
-    print_command_help("kernel-hub remove org/repo [--revision R] [--json]", description);
+  if (!parse_command_or_help(args, description, "words",
+                             "kernel-hub remove org/repo [--revision R] [--json]", vm)) {
     return kExitOk;
   }
   const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "remove");

@@ -42,18 +42,15 @@ int run_resolve(const std::vector<std::string>& args) {
       "lock", po::value(&lock_file)->value_name("FILE"),
       "with --load: the kernels.lock to verify against (else the publisher must be trusted)");
   add_common_options(description, common);
-  po::options_description all;
-  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
   po::variables_map vm;
-  parse_command_args(args, all, "words", vm);
-  if (common.help) {
-    print_command_help(
-        "kernel-hub resolve org/repo [--device D] [--revision R] [--sim NAME|FILE]\n"
-        "                  [--backend-version X.Y] [--torch-version X.Y] [--load [--lock FILE]]"
-        " [--json]\n\n"
-        "Which build variant the device would load, and why every other one was refused.\n"
-        "Exit 1 when no variant fits.",
-        description);
+  if (!parse_command_or_help(
+          args, description, "words",
+          "kernel-hub resolve org/repo [--device D] [--revision R] [--sim NAME|FILE]\n"
+          "                  [--backend-version X.Y] [--torch-version X.Y] [--load [--lock FILE]]"
+          " [--json]\n\n"
+          "Which build variant the device would load, and why every other one was refused.\n"
+          "Exit 1 when no variant fits.",
+          vm)) {
     return kExitOk;
   }
   const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "resolve");

@@ -84,12 +84,8 @@ int run_show(const std::vector<std::string>& args) {
   CommonOptions common;
   po::options_description description("Options");
   add_common_options(description, common);
-  po::options_description all;
-  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
   po::variables_map vm;
-  parse_command_args(args, all, "words", vm);
-  if (common.help) {
-    print_command_help("kernel-hub show org/repo [--json]", description);
+  if (!parse_command_or_help(args, description, "words", "kernel-hub show org/repo [--json]", vm)) {
     return kExitOk;
   }
   const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "show");

@@ -16,16 +16,13 @@ int run_verify(const std::vector<std::string>& args) {
   CommonOptions common;
   po::options_description description("Options");
   add_common_options(description, common);
-  po::options_description all;
-  all.add(description).add_options()("words", po::value<std::vector<std::string>>());
   po::variables_map vm;
-  parse_command_args(args, all, "words", vm);
-  if (common.help) {
-    print_command_help(
-        "kernel-hub verify LOCKFILE [--json]\n\n"
-        "Hashes every locked variant in the store and compares it with the lock, naming each\n"
-        "file that differs. Exit 1 when anything differs or is missing.",
-        description);
+  if (!parse_command_or_help(
+          args, description, "words",
+          "kernel-hub verify LOCKFILE [--json]\n\n"
+          "Hashes every locked variant in the store and compares it with the lock, naming each\n"
+          "file that differs. Exit 1 when anything differs or is missing.",
+          vm)) {
     return kExitOk;
   }
   const std::string file = single_word(vm, "LOCKFILE");
