@@ -119,12 +119,11 @@ int run_attention(const std::vector<std::string>& args) {
       "resolve as if the local kernel store held this Hub kernel (org/repo); repeatable");
   add_common_options(description, common);
   po::variables_map vm;
-  parse_command_args(args, description, "", vm);
-  if (common.help) {
-    print_command_help(
-        "hwprobe attention [--device DEVICE] [--impl NAME] [--dtype DTYPE] [--head-dim N] "
-        "[--with-hub-kernel REPO]... [--json] [--sim NAME|FILE]",
-        description);
+  if (!parse_command_or_help(
+          args, description, "",
+          "hwprobe attention [--device DEVICE] [--impl NAME] [--dtype DTYPE] [--head-dim N] "
+          "[--with-hub-kernel REPO]... [--json] [--sim NAME|FILE]",
+          vm)) {
     return kExitOk;
   }
   auto refuse = [](const std::string& message) {

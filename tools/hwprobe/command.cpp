@@ -19,7 +19,8 @@ void add_common_options(po::options_description& description, CommonOptions& com
       "isolate", po::bool_switch(&common.isolate),
       "probe each plugin in a child process first; one that crashes, hangs or exits in init is "
       "reported as failed (as BACKPLANE_ISOLATE=1; timeout: BACKPLANE_ISOLATE_TIMEOUT, 10 s)")(
-      "help,h", po::bool_switch(&common.help), "show this help");
+      // Not bound: parse_command_or_help reads it from the parsed words.
+      "help,h", po::bool_switch(), "show this help");
 }
 
 backplane::Runtime open_runtime(const CommonOptions& common) {

@@ -18,13 +18,12 @@ using backplane::tools::Command;
 using backplane::tools::kExitFailure;
 using backplane::tools::kExitOk;
 using backplane::tools::kExitUsage;
-using backplane::tools::parse_command_args;
-using backplane::tools::print_command_help;
+using backplane::tools::parse_command_or_help;
+using backplane::tools::positional_words;
 
 // --json, --log LEVEL, --sim NAME|FILE, --isolate, --help: taken by every command.
 struct CommonOptions {
   bool json = false;
-  bool help = false;
   bool isolate = false;
   std::string log_level;
   std::string sim;

@@ -11,19 +11,14 @@ namespace hwprobe {
 
 int run_parse(const std::vector<std::string>& args) {
   CommonOptions common;
-  std::vector<std::string> strings;
   po::options_description description("Options");
   add_common_options(description, common);
-  po::options_description hidden;
-  hidden.add_options()("strings", po::value(&strings));
-  po::options_description all;
-  all.add(description).add(hidden);
   po::variables_map vm;
-  parse_command_args(args, all, "strings", vm);
-  if (common.help) {
-    print_command_help("hwprobe parse STRING... [--json]", description);
+  if (!parse_command_or_help(args, description, "strings", "hwprobe parse STRING... [--json]",
+                             vm)) {
     return kExitOk;
   }
+  const std::vector<std::string> strings = positional_words(vm, "strings");
   if (strings.empty()) {
     std::cerr << "hwprobe parse: give at least one device string, e.g. hwprobe parse cuda:0\n";
     return kExitUsage;

@@ -272,15 +272,11 @@ int run_plan(const std::vector<std::string>& args) {
       "rules", po::value(&rules_text)->value_name("WHICH"),
       "from_pretrained (default) | accelerate: load_checkpoint_and_dispatch's variant");
   add_common_options(description, common);
-  po::variables_map vm;
-  parse_command_args(args, description, "", vm);
   const char* usage =
       "hwprobe plan (--config FILE | --weights FILE) (--device-map VALUE | --tp-size N)\n"
       "       [--max-memory LIST] [--dtype DTYPE] [--json] [--sim NAME|FILE]";
-  if (common.help) {
-    print_command_help(usage, description);
-    return kExitOk;
-  }
+  po::variables_map vm;
+  if (!parse_command_or_help(args, description, "", usage, vm)) return kExitOk;
   if (config.empty() == weights.empty()) {
     std::cerr << "hwprobe plan: give one of --config FILE or --weights FILE\nUsage: " << usage
               << "\n";

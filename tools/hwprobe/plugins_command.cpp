@@ -14,9 +14,7 @@ int run_plugins(const std::vector<std::string>& args) {
   po::options_description description("Options");
   add_common_options(description, common);
   po::variables_map vm;
-  parse_command_args(args, description, "", vm);
-  if (common.help) {
-    print_command_help("hwprobe plugins [--json]", description);
+  if (!parse_command_or_help(args, description, "", "hwprobe plugins [--json]", vm)) {
     return kExitOk;
   }
   const backplane::Runtime runtime = open_runtime(common);

@@ -17,9 +17,8 @@ int run_report(const std::vector<std::string>& args) {
                             "say in words how each device was found and mapped to its index");
   add_common_options(description, common);
   po::variables_map vm;
-  parse_command_args(args, description, "", vm);
-  if (common.help) {
-    print_command_help("hwprobe [report] [--json | --explain] [--sim NAME|FILE]", description);
+  if (!parse_command_or_help(args, description, "",
+                             "hwprobe [report] [--json | --explain] [--sim NAME|FILE]", vm)) {
     return kExitOk;
   }
   const backplane::Runtime runtime = open_runtime(common);

@@ -64,12 +64,11 @@ int run_select(const std::vector<std::string>& args) {
                                 "training: the collective backend asked for (ddp_backend)");
   add_common_options(description, common);
   po::variables_map vm;
-  parse_command_args(args, description, "", vm);
-  if (common.help) {
-    print_command_help(
-        "hwprobe select --for training|inference|pipeline [--use-cpu] [--device-map VALUE] "
-        "[--device VALUE] [--backend NAME] [--json] [--sim NAME|FILE]",
-        description);
+  if (!parse_command_or_help(
+          args, description, "",
+          "hwprobe select --for training|inference|pipeline [--use-cpu] [--device-map VALUE] "
+          "[--device VALUE] [--backend NAME] [--json] [--sim NAME|FILE]",
+          vm)) {
     return kExitOk;
   }
   auto refuse = [](const std::string& message) {
