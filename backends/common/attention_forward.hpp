@@ -1,0 +1,49 @@
+// What the plugins' attention_forward entries share (backends/cpu, backends/cuda): the ABI's
+// check of the call's arguments, the library's tensors taken from them, the library's status
+// (or an allocation failure) turned into the host's, and registering each entry. Header-only:
+// it needs the attention library (kernels/attention) that each of those plugins links.
+#pragma once
+
+#include <attention/attention.hpp>
+#include <backplane/plugin_sdk.hpp>
+
+namespace backplane::backends {
+
+// One call of an attention_forward entry: checks `args`, then `run(tensors, *args)`, which
+// returns the library's Status. `context` is the sdk::Host the entry was registered with.
+template <class Run>
+bp_status* run_attention_forward(void* context, const bp_attention_args* args, Run run) noexcept {
+  const auto* host = static_cast<const sdk::Host*>(context);
+  if (args == nullptr || args->struct_size < BP_STRUCT_SIZE(bp_attention_args, stream)) {
+    return host->status(BP_INVALID_ARGUMENT, "attention_forward: args is NULL or too small");
+  }
+  try {
+    attention::Tensors tensors;
+    tensors.query = args->query;
+    tensors.key = args->key;
+    tensors.value = args->value;
+    tensors.mask = args->mask;
+    tensors.output = args->output;
+    const auto status = run(tensors, *args);
+    if (status.ok()) return nullptr;
+    // The library's codes are the ABI's (kernels/attention/attention.hpp).
+    return host->status(static_cast<bp_status_code>(status.code), status.message);
+  } catch (...) {  // the library does not throw; an allocation failure in this frame might
+    return host->status(BP_OUT_OF_MEMORY, "attention_forward: out of memory");
+  }
+}
+
+// Registers `kernel` (implementation, device type, requirements filled in by the plugin) as an
+// attention_forward entry running `function` with `host` as its context. Returns false, having
+// said so in the debug log, when the host takes no kernels: the plugin then registers no more.
+inline bool add_attention_kernel(sdk::Registrar& registrar, const sdk::Host* host,
+                                 sdk::KernelSpec kernel, bp_attention_forward_fn function) {
+  kernel.op = "attention_forward";
+  kernel.function = reinterpret_cast<void (*)(void)>(function);
+  kernel.context = const_cast<sdk::Host*>(host);
+  if (registrar.add(kernel)) return true;
+  host->debug("the host takes no kernels (ABI older than 1.3): attention not registered");
+  return false;
+}
+
+}  // namespace backplane::backends
