@@ -1,5 +1,6 @@
-// Opens a runtime that loads one plugin from its manifest, with every log line kept: how a
-// plugin's own tests see it exactly as the core does.
+// Opens a runtime that loads one plugin from its manifest: with every log line kept (how a
+// plugin's own tests see it exactly as the core does), or quietly, for tests that look only at
+// what it registered.
 #pragma once
 
 #include <backplane/runtime.hpp>
@@ -27,6 +28,14 @@ inline std::unique_ptr<PluginAlone> open_plugin_alone(const std::filesystem::pat
   };
   Runtime runtime = Runtime::open(options);
   return std::make_unique<PluginAlone>(PluginAlone{std::move(runtime), *lines});
+}
+
+// The log goes nowhere: errors are read from the runtime (plugins(), backends()) instead.
+inline Runtime open_plugin_quietly(const std::filesystem::path& manifest) {
+  RuntimeOptions options;
+  options.plugin_path = std::vector<std::filesystem::path>{manifest};
+  options.log_sink = [](LogLevel, const std::string&) {};
+  return Runtime::open(options);
 }
 
 }  // namespace backplane::testing

@@ -15,12 +15,11 @@
 #include <variant>
 #include <vector>
 
+#include "fake_runtime_test.hpp"
 #include "pci_scan.hpp"
+#include "plugin_alone.hpp"
 
 namespace {
-
-const char* const kFakeVariables[] = {"FAKE_CUDA_INIT_RESULT", "FAKE_CUDA_DEVICES", "FAKE_CUDA_MIG",
-                                      "FAKE_NVML_INIT_RESULT", "CUDA_VISIBLE_DEVICES"};
 
 // A function the fakes export, or null when the real library (or none) would be loaded.
 template <class Fn>
@@ -32,23 +31,21 @@ Fn fake_symbol(const char* library, const char* symbol) {
   return fn;
 }
 
-class FakeDriver : public ::testing::Test {
+class FakeDriver : public backplane::testing::FakeRuntimeTest {
  protected:
+  // No folder: the fake libcuda is recognised by a symbol only it exports.
+  FakeDriver()
+      : FakeRuntimeTest(nullptr, {"FAKE_CUDA_INIT_RESULT", "FAKE_CUDA_DEVICES", "FAKE_CUDA_MIG",
+                                  "FAKE_NVML_INIT_RESULT", "CUDA_VISIBLE_DEVICES"}) {}
+
   void SetUp() override {
-    for (const char* name : kFakeVariables) unsetenv(name);
+    FakeRuntimeTest::SetUp();
     if (fake_symbol<int (*)(int)>("libcuda.so.1", "fake_cuda_primary_refs") == nullptr)
       GTEST_SKIP() << "the fake libcuda.so.1 is not on LD_LIBRARY_PATH";
   }
-  void TearDown() override {
-    for (const char* name : kFakeVariables) unsetenv(name);
-  }
 
   static backplane::Runtime open() {
-    backplane::RuntimeOptions options;
-    options.plugin_path = std::vector<std::filesystem::path>{CUDA_PLUGIN_MANIFEST};
-    options.log_level = backplane::LogLevel::kError;
-    options.log_sink = [](backplane::LogLevel, const std::string&) {};
-    return backplane::Runtime::open(options);
+    return backplane::testing::open_plugin_quietly(CUDA_PLUGIN_MANIFEST);
   }
 
   static std::string pci_note() {

@@ -13,17 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "fake_runtime_test.hpp"
 #include "pci_scan.hpp"
+#include "plugin_alone.hpp"
 
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 backplane::Runtime open_rocm() {
-  backplane::RuntimeOptions options;
-  options.plugin_path = std::vector<std::filesystem::path>{ROCM_MANIFEST};
-  options.log_sink = [](backplane::LogLevel, const std::string&) {};
-  return backplane::Runtime::open(options);
+  return backplane::testing::open_plugin_quietly(ROCM_MANIFEST);
 }
 
 bool nvidia_on_bus() {
@@ -37,22 +36,11 @@ std::string kfd_note() {
                "container was started without it)";
 }
 
-class RocmFakeRuntime : public ::testing::Test {
+class RocmFakeRuntime : public backplane::testing::FakeRuntimeTest {
  protected:
-  void SetUp() override {
-    const char* path = std::getenv("LD_LIBRARY_PATH");
-    if (path == nullptr || std::string(path).find(FAKE_HIP_DIR) == std::string::npos) {
-      GTEST_SKIP() << "run through ctest, which puts " << FAKE_HIP_DIR << " on LD_LIBRARY_PATH";
-    }
-    for (const char* name :
-         {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "FAKE_HIP_MODE"}) {
-      unsetenv(name);
-    }
-  }
-  void TearDown() override {
-    unsetenv("FAKE_HIP_MODE");
-    unsetenv("HIP_VISIBLE_DEVICES");
-  }
+  RocmFakeRuntime()
+      : FakeRuntimeTest(FAKE_HIP_DIR, {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                       "CUDA_VISIBLE_DEVICES", "FAKE_HIP_MODE"}) {}
 };
 
 TEST_F(RocmFakeRuntime, RegistersRocmAndCudaUnlessNvidiaOwnsIt) {

@@ -10,17 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "fake_runtime_test.hpp"
 #include "pci_scan.hpp"
+#include "plugin_alone.hpp"
 
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 backplane::Runtime open_xpu() {
-  backplane::RuntimeOptions options;
-  options.plugin_path = std::vector<std::filesystem::path>{XPU_MANIFEST};
-  options.log_sink = [](backplane::LogLevel, const std::string&) {};
-  return backplane::Runtime::open(options);
+  return backplane::testing::open_plugin_quietly(XPU_MANIFEST);
 }
 
 int64_t int_property(const backplane::DeviceInfo& device, const std::string& name) {
@@ -29,20 +28,9 @@ int64_t int_property(const backplane::DeviceInfo& device, const std::string& nam
   return -1;
 }
 
-class XpuFakeLoader : public ::testing::Test {
+class XpuFakeLoader : public backplane::testing::FakeRuntimeTest {
  protected:
-  void SetUp() override {
-    const char* path = std::getenv("LD_LIBRARY_PATH");
-    if (path == nullptr || std::string(path).find(FAKE_ZE_DIR) == std::string::npos) {
-      GTEST_SKIP() << "run through ctest, which puts " << FAKE_ZE_DIR << " on LD_LIBRARY_PATH";
-    }
-    unsetenv("ZE_AFFINITY_MASK");
-    unsetenv("FAKE_ZE_MODE");
-  }
-  void TearDown() override {
-    unsetenv("ZE_AFFINITY_MASK");
-    unsetenv("FAKE_ZE_MODE");
-  }
+  XpuFakeLoader() : FakeRuntimeTest(FAKE_ZE_DIR, {"ZE_AFFINITY_MASK", "FAKE_ZE_MODE"}) {}
 };
 
 TEST_F(XpuFakeLoader, RegistersTheGpuButNotTheVpu) {
