@@ -18,13 +18,18 @@
 #include <string>
 #include <vector>
 
+#include "attention_call.hpp"
+#include "plugin_alone.hpp"
+
 namespace {
 
+using backplane::testing::AttentionCall;
+using backplane::testing::call_error;
+using backplane::testing::kBf16;
+using backplane::testing::kF32;
+
 backplane::Runtime open_cuda() {
-  backplane::RuntimeOptions options;
-  options.plugin_path = std::vector<std::filesystem::path>{CUDA_PLUGIN_MANIFEST};
-  options.log_sink = [](backplane::LogLevel, const std::string&) {};
-  return backplane::Runtime::open(options);
+  return backplane::testing::open_plugin_quietly(CUDA_PLUGIN_MANIFEST);
 }
 
 bool fake_driver_loaded() {
@@ -39,42 +44,6 @@ bool any_driver_loads() {
   void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (handle != nullptr) dlclose(handle);
   return handle != nullptr;
-}
-
-// Tensors of shape [1, 2, 4, 64] with made-up addresses (never read) on one device.
-struct Tensors {
-  int64_t shape[4] = {1, 2, 4, 64};
-  DLTensor q{}, k{}, v{}, out{};
-  bp_attention_args args{};
-
-  Tensors(DLDevice device, DLDataType dtype) {
-    DLTensor* all[] = {&q, &k, &v, &out};
-    for (size_t i = 0; i < 4; ++i) {
-      all[i]->data = reinterpret_cast<void*>((uintptr_t{i} + 1) << 30);
-      all[i]->device = device;
-      all[i]->ndim = 4;
-      all[i]->dtype = dtype;
-      all[i]->shape = shape;
-    }
-    args.struct_size = sizeof args;
-    args.query = &q;
-    args.key = &k;
-    args.value = &v;
-    args.output = &out;
-  }
-};
-
-constexpr DLDataType kBf16{kDLBfloat, 16, 1};
-constexpr DLDataType kF32{kDLFloat, 32, 1};
-
-// The error message of a call, or "" when it succeeded.
-std::string call_error(const backplane::AttentionKernel& kernel, const bp_attention_args& args) {
-  try {
-    kernel(args);
-    return "";
-  } catch (const backplane::Error& e) {
-    return e.what();
-  }
 }
 
 TEST(CudaAttentionKernels, AreRegisteredWithTheirRequirements) {
@@ -154,7 +123,7 @@ TEST_F(FakeDriver, HostMemoryIsRefusedBeforeAnyLaunch) {
   const backplane::Runtime runtime = open_cuda();
   const backplane::AttentionKernel kernel =
       runtime.attention_kernel(backplane::Device("cuda", 0), "flash_attention_2");
-  Tensors cpu({kDLCPU, 0}, kBf16);
+  AttentionCall cpu({kDLCPU, 0}, kBf16);
   EXPECT_NE(call_error(kernel, cpu.args)
                 .find("query is on device kDLCPU; the GPU kernels need kDLCUDA or kDLCUDAManaged "
                       "memory"),
@@ -166,7 +135,7 @@ TEST_F(FakeDriver, Float32IntoFlashIsRefusedAndSdpaTakesIt) {
   const backplane::Runtime runtime = open_cuda();
   const backplane::AttentionKernel flash =
       runtime.attention_kernel(backplane::Device("cuda", 0), "flash_attention_2");
-  Tensors f32({kDLCUDA, 0}, kF32);
+  AttentionCall f32({kDLCUDA, 0}, kF32);
   EXPECT_NE(call_error(flash, f32.args).find("the flash kernel takes bfloat16 or float16"),
             std::string::npos)
       << call_error(flash, f32.args);
@@ -181,7 +150,7 @@ TEST_F(FakeDriver, HeadDim512IsRefused) {
   const backplane::Runtime runtime = open_cuda();
   const backplane::AttentionKernel kernel =
       runtime.attention_kernel(backplane::Device("cuda", 0), "eager");
-  Tensors big({kDLCUDA, 0}, kBf16);
+  AttentionCall big({kDLCUDA, 0}, kBf16);
   big.shape[3] = 512;
   EXPECT_NE(call_error(kernel, big.args).find("the GPU kernels take head dims up to 256"),
             std::string::npos)
@@ -194,7 +163,7 @@ TEST_F(FakeDriver, AGpuTheRuntimeCannotUseGivesTheRuntimesError) {
   const backplane::Runtime runtime = open_cuda();
   const backplane::AttentionKernel kernel =
       runtime.attention_kernel(backplane::Device("cuda", 0), "flash_attention_2");
-  Tensors gpu({kDLCUDA, 0}, kBf16);
+  AttentionCall gpu({kDLCUDA, 0}, kBf16);
   const std::string error = call_error(kernel, gpu.args);
   EXPECT_NE(error.find("attention_forward/flash_attention_2 on cuda: attention: "),
             std::string::npos)
@@ -207,7 +176,7 @@ TEST_F(FakeDriver, AnEmptyBatchSucceedsWithoutTouchingTheGpu) {
   const backplane::Runtime runtime = open_cuda();
   const backplane::AttentionKernel kernel =
       runtime.attention_kernel(backplane::Device("cuda", 0), "flash_attention_2");
-  Tensors empty({kDLCUDA, 0}, kBf16);
+  AttentionCall empty({kDLCUDA, 0}, kBf16);
   empty.shape[0] = 0;
   EXPECT_EQ(call_error(kernel, empty.args), "");
 }

@@ -17,45 +17,22 @@
 #include <string>
 #include <vector>
 
+#include "attention_call.hpp"
+#include "fake_runtime_test.hpp"
+#include "plugin_alone.hpp"
+
 namespace {
 
+using backplane::testing::AttentionCall;
+using backplane::testing::call_error;
+using backplane::testing::kBf16;
+
 backplane::Runtime open_rocm() {
-  backplane::RuntimeOptions options;
-  options.plugin_path = std::vector<std::filesystem::path>{ROCM_MANIFEST};
-  options.log_sink = [](backplane::LogLevel, const std::string&) {};
-  return backplane::Runtime::open(options);
+  return backplane::testing::open_plugin_quietly(ROCM_MANIFEST);
 }
 
 bool fake_runtime_first() {
-  const char* path = std::getenv("LD_LIBRARY_PATH");
-  return path != nullptr && std::string(path).find(FAKE_HIP_DIR) != std::string::npos;
-}
-
-// q, k, v and output of shape [1, 2, 4, 64] bf16 with made-up addresses on one device.
-struct Args {
-  int64_t shape[4] = {1, 2, 4, 64};
-  DLTensor t[4] = {};
-  bp_attention_args args{};
-  explicit Args(DLDevice device) {
-    for (size_t i = 0; i < 4; ++i) {
-      t[i].data = reinterpret_cast<void*>((uintptr_t{i} + 1) << 30);
-      t[i].device = device;
-      t[i].ndim = 4;
-      t[i].dtype = {kDLBfloat, 16, 1};
-      t[i].shape = shape;
-    }
-    args.struct_size = sizeof args;
-    args.query = &t[0], args.key = &t[1], args.value = &t[2], args.output = &t[3];
-  }
-};
-
-std::string call_error(const backplane::AttentionKernel& kernel, const bp_attention_args& args) {
-  try {
-    kernel(args);
-    return "";
-  } catch (const backplane::Error& e) {
-    return e.what();
-  }
+  return backplane::testing::library_path_has(FAKE_HIP_DIR);
 }
 
 TEST(RocmAttentionKernels, AreListedWithTheirRequirements) {
@@ -84,7 +61,7 @@ TEST(RocmAttentionKernels, AGpuOfAnotherArchIsRefusedByName) {
   const backplane::Runtime runtime = open_rocm();
   const backplane::AttentionKernel kernel =
       runtime.attention_kernel(backplane::Device("rocm", 1), "flash_attention_2");
-  Args gfx942({kDLROCM, 1});
+  AttentionCall gfx942({kDLROCM, 1}, kBf16);
   const std::string error = call_error(kernel, gfx942.args);
   EXPECT_NE(error.find("the HIP kernels were built for gfx90a, but GPU 1 is gfx942"),
             std::string::npos)
@@ -96,7 +73,7 @@ TEST(RocmAttentionKernels, ACallTheModuleCannotServeHereIsAnError) {
   const backplane::Runtime runtime = open_rocm();
   const backplane::AttentionKernel kernel =
       runtime.attention_kernel(backplane::Device("rocm", 0), "sdpa");
-  Args host({kDLCPU, 0});
+  AttentionCall host({kDLCPU, 0}, kBf16);
   const std::string error = call_error(kernel, host.args);
   // The module refuses host memory, or cannot load against the fake runtime: either way the
   // call names itself and says why, and nothing crashes.
@@ -117,7 +94,7 @@ TEST(RocmAttentionKernels, TheModuleLoadsAndValidatesBeforeAnyHipCall) {
   using Forward = int (*)(int, const bp_attention_args*, char*, size_t);
   auto forward = reinterpret_cast<Forward>(dlsym(module, "backplane_rocm_attention_forward"));
   ASSERT_NE(forward, nullptr);
-  Args host({kDLCPU, 0});
+  AttentionCall host({kDLCPU, 0}, kBf16);
   char message[512] = {};
   EXPECT_EQ(forward(0, &host.args, message, sizeof message), BP_INVALID_ARGUMENT);
   EXPECT_STREQ(message,
