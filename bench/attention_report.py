@@ -15,9 +15,9 @@ repetitions' wall times. Ratios are taken between medians of the same run.
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
+
+from report_common import COPY_BYTES, add_run_options, medians, run_bench, write_json
 
 CASES = [
     # name, kind, flops or bytes (see attention_bench.cpp)
@@ -25,24 +25,7 @@ CASES = [
     ("decode_1x32q8kv_1x4096x128_f32", "decode", 2.0 * 1 * 8 * 4096 * 128 * 4),
     ("prefill_causal_1x32x1024x128_bf16", "prefill", 4.0 * 1 * 32 * 1024 * 1024 * 128 / 2),
 ]
-COPY_BYTES = 2.0 * (256 << 20)  # read + write
 SGEMM_FLOPS = 2.0 * 2048 ** 3
-
-
-def run_bench(args):
-    cmd = [
-        args.bench,
-        "--benchmark_filter=^(roofline|attention)/",
-        "--benchmark_format=json",
-        f"--benchmark_repetitions={args.repetitions}",
-        "--benchmark_enable_random_interleaving=true",
-        f"--benchmark_min_time={args.min_time}",
-    ]
-    env = dict(os.environ)
-    if args.threads:
-        env["BACKPLANE_BENCH_THREADS"] = str(args.threads)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out)
 
 
 def repetitions(report):
@@ -53,22 +36,6 @@ def repetitions(report):
     return max(counts.values()) if counts else 0
 
 
-def medians(report):
-    """name -> (median seconds per iteration, counters of one repetition, label)."""
-    runs = {}
-    for b in report["benchmarks"]:
-        if b.get("run_type") != "iteration" or b.get("error_occurred"):
-            continue
-        name = b["run_name"] if "run_name" in b else b["name"]
-        name = name.replace("/real_time", "")
-        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-        runs.setdefault(name, []).append((b["real_time"] * unit, b))
-    return {
-        name: (statistics.median(t for t, _ in rs), rs[0][1], rs[0][1].get("label", ""))
-        for name, rs in runs.items()
-    }
-
-
 def fmt_ms(s):
     return f"{s * 1e3:.2f}" if s is not None else "n/a"
 
@@ -77,11 +44,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     default_bench = os.path.join(here, "..", "build", "bin", "backplane-bench")
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bench", default=default_bench)
-    ap.add_argument("--repetitions", type=int, default=5)
-    ap.add_argument("--min-time", type=float, default=0.5)
-    ap.add_argument("--threads", type=int, default=0, help="default: hardware_concurrency")
-    ap.add_argument("--json", help="also write the raw Google Benchmark JSON here")
+    add_run_options(ap, default_bench)
     ap.add_argument("--from-json", help="read a saved run instead of running the benchmark")
     args = ap.parse_args()
 
@@ -89,10 +52,9 @@ def main():
         with open(args.from_json) as f:
             report = json.load(f)
     else:
-        report = run_bench(args)
+        report = run_bench(args, "^(roofline|attention)/")
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
+            write_json(report, args.json)
     m = medians(report)
 
     def secs(name):

@@ -13,18 +13,15 @@ benchmark alike; each row is the median of its repetitions' wall times. Bytes ar
 must read and write at the least (layer_kernels_bench.cpp).
 """
 import argparse
-import json
-import os
-import statistics
-import subprocess
 import sys
+
+from report_common import COPY_BYTES, add_run_options, medians, run_bench, write_json
 
 CASES = [
     ("rmsnorm/4096x4096", 4.0 * (4096 * 4096 * 2 + 4096)),
     ("silu_and_mul/2048x2x11008", 4.0 * 2048 * 11008 * 3),
     ("rotary/1x32x2048x128", 4.0 * 4 * 32 * 2048 * 128 + 4.0 * 2048 * 128),
 ]
-COPY_BYTES = 2.0 * (256 << 20)  # read + write
 
 
 def bytes_of(base, dtype):
@@ -36,46 +33,14 @@ def bytes_of(base, dtype):
     return f32_bytes / 2
 
 
-def run_bench(args):
-    cmd = [
-        args.bench,
-        "--benchmark_filter=^(roofline/copy|rmsnorm|silu_and_mul|rotary)/",
-        "--benchmark_format=json",
-        f"--benchmark_repetitions={args.repetitions}",
-        "--benchmark_enable_random_interleaving=true",
-        f"--benchmark_min_time={args.min_time}",
-    ]
-    env = dict(os.environ)
-    if args.threads:
-        env["BACKPLANE_BENCH_THREADS"] = str(args.threads)
-    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
-
-
-def medians(report):
-    times = {}
-    for b in report["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        name = b["run_name"].removesuffix("/real_time")
-        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-        times.setdefault(name, []).append(b["real_time"] * scale)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--bench", default="build/bin/backplane-bench")
-    p.add_argument("--repetitions", type=int, default=5)
-    p.add_argument("--min-time", type=float, default=0.5)
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--json", help="also write the raw benchmark JSON here")
+    add_run_options(p, "build/bin/backplane-bench")
     args = p.parse_args()
-    report = run_bench(args)
+    report = run_bench(args, "^(roofline/copy|rmsnorm|silu_and_mul|rotary)/")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-    t = medians(report)
+        write_json(report, args.json)
+    t = {name: seconds for name, (seconds, _, _) in medians(report).items()}
     copy = COPY_BYTES / t["roofline/copy"]
     threads = next(b["threads"] for b in report["benchmarks"] if "threads" in b)
     print(f"threads {int(threads)}; roofline/copy {copy / 1e9:.1f} GB/s "
