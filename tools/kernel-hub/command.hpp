@@ -13,13 +13,9 @@
 
 namespace kernel_hub {
 
-// Shared with the other tools (tools/common/command_line.hpp).
-using backplane::tools::Command;
-using backplane::tools::kExitFailure;
-using backplane::tools::kExitOk;
-using backplane::tools::kExitUsage;
-using backplane::tools::parse_command_or_help;
-using backplane::tools::positional_words;
+// Exit codes, Command and parse_command_or_help: shared with the other tools
+// (tools/common/command_line.hpp).
+using namespace backplane::tools;
 
 // --json and --help: taken by every command.
 struct CommonOptions {
