@@ -89,8 +89,21 @@ AmdDiscovery discover_amd_gpus(const HipRuntime& hip, const std::string& visibil
         "the HIP runtime reports 0 devices" + kfd_note() + visibility_note(visibility_variable);
     return out;
   }
-  for (int device = 0; device < count; ++device) out.gpus.push_back(describe_gpu(hip, device));
+  int version = 0;
+  const std::string runtime_version =
+      hip.runtime_get_version != nullptr && hip.runtime_get_version(&version) == kHipSuccess
+          ? hip_version_string(version)
+          : "";
+  for (int device = 0; device < count; ++device) {
+    out.gpus.push_back(describe_gpu(hip, device));
+    out.gpus.back().runtime_version = runtime_version;
+  }
   return out;
+}
+
+std::string hip_version_string(int version) {
+  if (version < 10000000) return "";  // HIP 1.0 and later only
+  return std::to_string(version / 10000000) + "." + std::to_string(version / 100000 % 100);
 }
 
 std::string rocm_visibility_variable(const GetEnv& getenv) {

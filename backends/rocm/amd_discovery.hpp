@@ -23,6 +23,7 @@ struct AmdGpu {
   int64_t warp_size = -1;  // 64 on CDNA and GCN, 32 on RDNA
   bool integrated = false;
   uint64_t capabilities = 0;
+  std::string runtime_version;  // the HIP runtime's "5.2" (hub variants rocm52); empty: unknown
 };
 
 struct AmdDiscovery {
@@ -33,6 +34,10 @@ struct AmdDiscovery {
 // The GPUs the runtime shows; the runtime has applied the visibility variables itself.
 // `visibility_variable` (may be empty) is only named in a reason when no GPU is shown.
 AmdDiscovery discover_amd_gpus(const HipRuntime& hip, const std::string& visibility_variable);
+
+// HIP_VERSION (major * 10000000 + minor * 100000 + patch, what hipRuntimeGetVersion gives) as
+// "major.minor"; empty for a value that is not one.
+std::string hip_version_string(int version);
 
 using GetEnv = std::function<const char*(const char*)>;
 

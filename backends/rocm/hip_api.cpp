@@ -46,6 +46,7 @@ std::unique_ptr<HipRuntime> HipRuntime::open(const std::vector<std::string>& can
   resolve(runtime->get_device, "hipGetDevice", false);
   resolve(runtime->set_device, "hipSetDevice", false);
   resolve(runtime->mem_get_info, "hipMemGetInfo", false);
+  resolve(runtime->runtime_get_version, "hipRuntimeGetVersion", false);
   if (!error.empty()) return nullptr;
   return runtime;
 }

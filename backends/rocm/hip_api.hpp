@@ -69,6 +69,7 @@ class HipRuntime {
   HipError (*get_device)(int* device) = nullptr;
   HipError (*set_device)(int device) = nullptr;
   HipError (*mem_get_info)(size_t* free_bytes, size_t* total_bytes) = nullptr;
+  HipError (*runtime_get_version)(int* version) = nullptr;  // HIP_VERSION of the runtime
 
   // "hipErrorNoDevice: no ROCm-capable device is detected": the runtime's name and text, or ours
   // (hip_errors.hpp) when the runtime has none.

@@ -57,6 +57,10 @@ sdk::DeviceSpec device_spec(const std::string& type, int index, const AmdGpu& gp
   if (gpu.clock_mhz >= 0) device.properties.push_back({"clock_mhz", gpu.clock_mhz});
   if (gpu.warp_size >= 0) device.properties.push_back({"warp_size", gpu.warp_size});
   device.properties.push_back({"integrated", gpu.integrated});
+  // What the hub matches a kernel package's rocmXY variants against (hub/README.md).
+  if (!gpu.runtime_version.empty()) {
+    device.properties.push_back({"runtime_version", gpu.runtime_version});
+  }
   return device;
 }
 

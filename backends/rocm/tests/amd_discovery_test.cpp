@@ -33,6 +33,19 @@ TEST(RocmVisibilityVariable, FirstThatIsSetWins) {
   }
 }
 
+TEST(HipVersionString, MajorAndMinorOfHipVersion) {
+  const struct {
+    int version;
+    const char* expected;
+  } cases[] = {
+      {50222411, "5.2"}, {50700000, "5.7"}, {60241134, "6.2"}, {60000000, "6.0"},
+      {10000000, "1.0"}, {9999999, ""},     {0, ""},           {-1, ""},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(hip_version_string(c.version), c.expected) << c.version;
+  }
+}
+
 TEST(KfdNote, OnlyWhenTheDeviceNodeIsMissing) {
   EXPECT_EQ(kfd_note("/"), "");
   EXPECT_EQ(kfd_note("/nonexistent/kfd"),

@@ -92,6 +92,8 @@ TEST_F(RocmFakeRuntime, DescribesEachGpu) {
   EXPECT_EQ(std::get<int64_t>(mi250.property("clock_mhz")->value), 1700);
   ASSERT_NE(mi250.property("warp_size"), nullptr);
   EXPECT_EQ(std::get<int64_t>(mi250.property("warp_size")->value), 64);
+  ASSERT_NE(mi250.property("runtime_version"), nullptr);
+  EXPECT_EQ(std::get<std::string>(mi250.property("runtime_version")->value), "5.2");
 
   const backplane::DeviceInfo& mi300 = devices[1];
   EXPECT_EQ(mi300.arch, "gfx942");

@@ -67,6 +67,11 @@ FAKE_EXPORT int hipInit(unsigned flags) {
   return mode() == "no_device" ? kNoDevice : kSuccess;
 }
 
+FAKE_EXPORT int hipRuntimeGetVersion(int* version) {
+  *version = 50222411;  // HIP 5.2.22411, as Debian 12's libamdhip64-5 reports
+  return kSuccess;
+}
+
 FAKE_EXPORT int hipGetDeviceCount(int* count) {
   *count = mode() == "no_device" ? 0 : device_count();
   return mode() == "no_device" ? kNoDevice : kSuccess;
