@@ -33,13 +33,15 @@ void eager_head(const Problem& p, int64_t b, int64_t h) {
     for (int64_t c = 0; c < dv; ++c)
       vf[j * dv + c] = S::load(v[j * p.v.stride[2] + c * p.v.stride[3]]);
 
+  // Rows are reached through data(): with no keys the vectors are empty, and &v[0] of an empty
+  // vector is undefined (UBSan).
   std::vector<float> scores(static_cast<size_t>(sq * sk), 0.0f);  // the full score matrix
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < sq; ++i) {
-    float* s = &scores[i * sk];
+    float* s = scores.data() + i * sk;
     for (int64_t c = 0; c < d; ++c) {
       const float qc = S::load(q[i * p.q.stride[2] + c * p.q.stride[3]]);
-      const float* kc = &kt[c * sk];
+      const float* kc = kt.data() + c * sk;
       for (int64_t j = 0; j < sk; ++j) s[j] += qc * kc[j];
     }
     for (int64_t j = 0; j < sk; ++j) {
@@ -50,7 +52,7 @@ void eager_head(const Problem& p, int64_t b, int64_t h) {
 
   std::vector<float> o(static_cast<size_t>(dv));
   for (int64_t i = 0; i < sq; ++i) {
-    float* s = &scores[i * sk];
+    float* s = scores.data() + i * sk;
     float m = neg_inf;
     for (int64_t j = 0; j < sk; ++j) m = std::max(m, s[j]);
     std::fill(o.begin(), o.end(), 0.0f);
@@ -62,7 +64,7 @@ void eager_head(const Problem& p, int64_t b, int64_t h) {
       }
       for (int64_t j = 0; j < sk; ++j) {
         const float pj = s[j] / sum;
-        const float* vj = &vf[j * dv];
+        const float* vj = vf.data() + j * dv;
         for (int64_t c = 0; c < dv; ++c) o[c] += pj * vj[c];
       }
     }
