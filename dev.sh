@@ -87,6 +87,7 @@ case "$command" in
     configure -DBACKPLANE_SANITIZE=address,undefined
     cmake --build "$build_dir"
     ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+      LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
