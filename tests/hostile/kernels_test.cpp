@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "in_tree_package.hpp"
+
 namespace backplane::hostile {
 namespace {
 
@@ -217,12 +219,7 @@ class Kernels {
     return Runtime::open(options);
   }
   static hub::LoadedPackage load(const std::string& name) {
-    hub::PackageSource source;
-    source.repo = hub::RepoId::parse("backplane/" + name, "test");
-    source.revision = "main";
-    source.variant = CPU_VARIANT;
-    source.folder = std::string(PACKAGES_DIR) + "/backplane/" + name + "/build/" + CPU_VARIANT;
-    return hub::load_package_variant(source);
+    return testing::load_in_tree_package(PACKAGES_DIR, CPU_VARIANT, name);
   }
   template <typename Fn>
   static Fn function(const hub::LoadedPackage& package, const std::string& op) {

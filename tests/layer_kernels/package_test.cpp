@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "activation/activation.hpp"
+#include "in_tree_package.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 #include "rotary/rotary.hpp"
 
@@ -17,12 +18,7 @@ namespace backplane {
 namespace {
 
 hub::LoadedPackage load(const std::string& name) {
-  hub::PackageSource source;
-  source.repo = hub::RepoId::parse("backplane/" + name, "test");
-  source.revision = "main";
-  source.variant = CPU_VARIANT;
-  source.folder = std::string(PACKAGES_DIR) + "/backplane/" + name + "/build/" + CPU_VARIANT;
-  return hub::load_package_variant(source);
+  return testing::load_in_tree_package(PACKAGES_DIR, CPU_VARIANT, name);
 }
 
 struct Floats {

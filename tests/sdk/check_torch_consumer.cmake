@@ -12,14 +12,7 @@
 cmake_minimum_required(VERSION 3.25)  # IN_LIST, string(JSON) and the like in script mode
 set(prefix ${WORK}/prefix)
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    list(JOIN ARGN " " command)
-    message(FATAL_ERROR "failed (${rc}): ${command}\n${out}\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/script_helpers.cmake)
 
 # configure_fails(<what> <build folder> <regex the error must match> <cmake arguments>...)
 function(configure_fails what build expected)
