@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 #include <vector>
 
 #include "loader/temp_folder.hpp"
+#include "support/owned_tensor.hpp"
 
 namespace {
 
@@ -26,24 +26,7 @@ Runtime open_cpu() {
   return Runtime::open(options);
 }
 
-struct Tensor {
-  std::vector<float> data;
-  std::vector<int64_t> shape;
-  DLTensor dl{};
-  explicit Tensor(std::vector<int64_t> dims, unsigned seed) : shape(std::move(dims)) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    data.resize(static_cast<size_t>(n));
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    for (float& x : data) x = dist(rng);
-    dl.data = data.data();
-    dl.device = {kDLCPU, 0};
-    dl.ndim = static_cast<int32_t>(shape.size());
-    dl.dtype = {kDLFloat, 32, 1};
-    dl.shape = shape.data();
-  }
-};
+using Tensor = backplane::testing::OwnedTensor;
 
 constexpr const char* kHubId = "tests-org/cpu-attention:sdpa_tiled";
 
