@@ -230,12 +230,32 @@ TEST_P(PerTarget, GatedActivationsAtTheExtremes) {
   // Large magnitudes and zeros: no overflow to NaN or inf inside the kernels.
   const at::Tensor gate = at::tensor({-1e30f, -200.f, -90.f, -20.f, -5.f, -1e-20f, 0.f, 1e-20f, 3.f,
                                       20.f, 90.f, 200.f, 1e30f, -1e4f, 1e4f, 0.5f});
-  const at::Tensor x = at::cat({gate, at::ones({16})}).reshape({1, 32});
-  for (activation::Activation a : kActivations) {
-    const at::Tensor out = at::empty({1, 16});
+  // bfloat16 runs the coarser sigmoid (activation.cpp), with its own clamps.
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor x = at::cat({gate, at::ones({16})}).reshape({1, 32}).to(dtype);
+    for (activation::Activation a : kActivations) {
+      const at::Tensor out = at::empty({1, 16}, x.options());
+      const TorchView xv(x), ov(out);
+      ASSERT_TRUE(activation::forward_cpu(a, xv, ov).ok());
+      expect_close(out, composite(a, x), dtype,
+                   std::string(activation::op_name(a)) + " " + dtype_label(dtype));
+    }
+  }
+}
+
+// The bfloat16 sigmoid is coarser than float32's (activation.cpp): every bfloat16 gate value in
+// [-88, 88], up 1, must still land within a bfloat16 step of the exact result.
+TEST_P(PerTarget, Bf16SigmoidOverEveryGateValue) {
+  const at::Tensor all = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+  const at::Tensor gate = all.masked_select(all.to(at::kFloat).abs().le(88));
+  ASSERT_GT(gate.numel(), 30000);
+  const at::Tensor x = at::cat({gate, at::ones_like(gate)}).unsqueeze(0);
+  for (activation::Activation a :
+       {activation::Activation::kSilu, activation::Activation::kGeluTanh}) {
+    const at::Tensor out = at::empty({1, gate.numel()}, x.options());
     const TorchView xv(x), ov(out);
     ASSERT_TRUE(activation::forward_cpu(a, xv, ov).ok());
-    expect_close(out, composite(a, x), at::kFloat, activation::op_name(a));
+    expect_close(out, composite(a, x), at::kBFloat16, activation::op_name(a));
   }
 }
 

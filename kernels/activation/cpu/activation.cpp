@@ -40,6 +40,18 @@ HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
   return hn::Mul(num, RecipF(d, hn::Add(hn::Set(d, 1.0f), e)));
 }
 
+// x * sigmoid(y) = x / (1 + e^-y) for results rounded to bfloat16: relative error below 2.5e-4
+// (Exp2Coarse's and the reciprocal estimate's; 4e-4 where the estimate has 12 bits), against
+// bfloat16's step of 3.9e-3. Half the ops of TimesSigmoid: no sign split and no Newton step.
+// e^-y is held in [2^-64, 2^125], where 1 + e^-y and its reciprocal are normal floats: below,
+// 1 + e^-y is 1 already; above (y < -86.6), the result is x * 2^-125 instead of smaller.
+HWY_INLINE VF TimesSigmoidBf16(DF d, VF x, VF y) {
+  VF t = hn::Mul(y, hn::Set(d, -1.44269504088896341f));  // -y log2(e)
+  t = hn::Min(hn::Max(t, hn::Set(d, -64.0f)), hn::Set(d, 125.0f));
+  const VF one_plus_e = hn::Add(kernels::HWY_NAMESPACE::Exp2Coarse(d, t), hn::Set(d, 1.0f));
+  return hn::Mul(x, hn::ApproximateReciprocal(one_plus_e));
+}
+
 // x / 2 * (1 + erf(x / sqrt(2))) through erfc(z), z = |x| / sqrt(2), by the Chebyshev fit of
 // Press et al., Numerical Recipes (2nd ed.) 6.2, relative error < 1.2e-7 for every z >= 0:
 //   erfc(z) = t exp(-z^2 + P(t)),  t = 1 / (1 + z / 2)
@@ -63,21 +75,32 @@ HWY_INLINE VF Gelu(DF d, VF x) {
   return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), h, hn::Sub(x, h));
 }
 
+// x * sigmoid(y), as precise as results of dtype T need.
+template <DType T>
+HWY_INLINE VF TimesSigmoidFor(DF d, VF x, VF y) {
+  if constexpr (T == DType::kBF16) {
+    return TimesSigmoidBf16(d, x, y);
+  } else {
+    return TimesSigmoid(d, x, y);
+  }
+}
+
 // x / 2 * (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3).
+template <DType T>
 HWY_INLINE VF GeluTanh(DF d, VF x) {
   const VF x2 = hn::Mul(x, x);
   const VF inner = hn::MulAdd(hn::Mul(x2, hn::Set(d, 0.044715f)), x, x);
-  return TimesSigmoid(d, x, hn::Mul(inner, hn::Set(d, 2.0f * 0.79788456080286536f)));
+  return TimesSigmoidFor<T>(d, x, hn::Mul(inner, hn::Set(d, 2.0f * 0.79788456080286536f)));
 }
 
-template <Activation A>
+template <Activation A, DType T>
 HWY_INLINE VF Act(DF d, VF x) {
   if constexpr (A == Activation::kSilu) {
-    return TimesSigmoid(d, x, x);
+    return TimesSigmoidFor<T>(d, x, x);
   } else if constexpr (A == Activation::kGelu) {
     return Gelu(d, x);
   } else {
-    return GeluTanh(d, x);
+    return GeluTanh<T>(d, x);
   }
 }
 
@@ -89,7 +112,7 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = c0;
   auto y = [&](int64_t at) {
-    return hn::Mul(Act<A>(d, LoadF<T>(d, gate, at)), LoadF<T>(d, up, at));
+    return hn::Mul(Act<A, T>(d, LoadF<T>(d, gate, at)), LoadF<T>(d, up, at));
   };
   if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
@@ -111,7 +134,7 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
       StoreF<T>(d, y(i), out, i);
     } else {
       Tail<T> gt, ut, ot;
-      const VF last = hn::Mul(Act<A>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
+      const VF last = hn::Mul(Act<A, T>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
                               LoadF<T>(d, ut.load(up, i, n), 0));
       StoreF<T>(d, last, ot.buf, 0);
       ot.store(out, i, n);

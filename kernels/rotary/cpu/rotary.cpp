@@ -28,6 +28,7 @@ using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::kPrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::StorePairF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
@@ -39,6 +40,17 @@ HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half)
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   char* x2 = x + half * es;
   int64_t i = 0;
+  // Two vectors a side at a time: 16-bit results are stored as whole registers.
+  for (; i + 2 * N <= half; i += 2 * N) {
+    const VF a0 = LoadF<T>(d, x, i), b0 = LoadF<T>(d, x2, i);
+    const VF a1 = LoadF<T>(d, x, i + N), b1 = LoadF<T>(d, x2, i + N);
+    const VF c0 = LoadF<C>(d, cos, i), s0 = LoadF<C>(d, sin, i);
+    const VF c1 = LoadF<C>(d, cos, i + N), s1 = LoadF<C>(d, sin, i + N);
+    StorePairF<T, false>(d, hn::NegMulAdd(b0, s0, hn::Mul(a0, c0)),
+                         hn::NegMulAdd(b1, s1, hn::Mul(a1, c1)), x, i);
+    StorePairF<T, false>(d, hn::MulAdd(a0, s0, hn::Mul(b0, c0)),
+                         hn::MulAdd(a1, s1, hn::Mul(b1, c1)), x2, i);
+  }
   for (; i + N <= half; i += N) {
     const VF a = LoadF<T>(d, x, i), b = LoadF<T>(d, x2, i);
     const VF c = LoadF<C>(d, cos, i), s = LoadF<C>(d, sin, i);
