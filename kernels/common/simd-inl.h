@@ -38,9 +38,20 @@ HWY_INLINE VF LoadF(DF d, const void* row, int64_t i) {
   }
 }
 
+// float32 bits rounded to nearest even at bit 16, so that the upper half is the bfloat16; NaN
+// stays a quiet NaN. The portable conversion.
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedBf16Bits(DF /* d */, VF v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::BitCast(du, v);
+  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  const auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du, 0x7fffu)));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x400000u)),
+                        rounded);
+}
+
 // float32 -> bfloat16 bits, rounding to nearest even (Highway 1.0's DemoteTo truncates); NaN
 // stays a quiet NaN. One instruction where the CPU has it (common/bf16_instruction.hpp).
-HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToBf16Bits(DF /* d */, VF v) {
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToBf16Bits(DF d, VF v) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if (g_bf16_instruction) {
     // Inline assembly: these targets' functions are not compiled for AVX512-BF16, so its
@@ -50,15 +61,9 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToBf16Bits(DF /* d */, VF v) {
     return hn::Vec256<uint16_t>{bits};
   }
 #endif
-  const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
-  const auto bits = hn::BitCast(du, v);
-  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
-  auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du, 0x7fffu)));
-  rounded = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x400000u)),
-                           rounded);
   const hn::Rebind<uint16_t, DF> d16;
-  return hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(rounded)));
+  return hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(RoundedBf16Bits(d, v))));
 }
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
@@ -247,7 +252,61 @@ HWY_INLINE bool StreamAligned(DF d, const void* row) {
   return kCanStream && reinterpret_cast<uintptr_t>(row) % bytes == 0;
 }
 
-// Outputs at least this large are streamed.
+// Elementwise kernels read and write rows two vectors at a time: lanes [i, i + 2N) as v0 and v1.
+// For bfloat16 these are the even and the odd elements, not the first and the second half: a
+// bfloat16 is the upper half of its float32, so each costs one bitwise op, where a half costs a
+// lane shuffle and a shift. Any order serves elementwise work whose operands are all read this
+// way and whose results StoreTwoF puts back.
+template <DType T>
+HWY_INLINE void LoadTwoF(DF d, const void* row, int64_t i, VF& v0, VF& v1) {
+  if constexpr (T == DType::kBF16) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto w =
+        hn::LoadU(du, reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(row) + i));
+    v0 = hn::BitCast(d, hn::ShiftLeft<16>(w));
+    v1 = hn::BitCast(d, hn::And(w, hn::Set(du, 0xffff0000u)));
+  } else {
+    v0 = LoadF<T>(d, row, i);
+    v1 = LoadF<T>(d, row, i + static_cast<int64_t>(hn::Lanes(d)));
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// vpermw's indices that interleave the low and high 16 words of a register.
+alignas(64) constexpr uint16_t kInterleaveWords[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                       21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+#endif
+
+// Writes what LoadTwoF read: v0 and v1 into lanes [i, i + 2N) of a row of dtype T.
+template <DType T, bool kStream>
+HWY_INLINE void StoreTwoF(DF d, VF v0, VF v1, void* row, int64_t i) {
+  if constexpr (T == DType::kBF16) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto w = [&] {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      if (g_bf16_instruction) {  // one conversion of both, one word interleave
+        __m512i halves;          // v0's words low, v1's high
+        asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(v1.raw), "v"(v0.raw));
+        return hn::Vec512<uint32_t>{
+            _mm512_permutexvar_epi16(_mm512_load_si512(kInterleaveWords), halves)};
+      }
+#endif
+      return hn::Or(hn::ShiftRight<16>(RoundedBf16Bits(d, v0)),
+                    hn::And(RoundedBf16Bits(d, v1), hn::Set(du, 0xffff0000u)));
+    }();
+    auto* out = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(row) + i);
+    if constexpr (kStream && kCanStream) {
+      hn::Stream(w, du, out);
+    } else {
+      hn::StoreU(w, du, out);
+    }
+  } else {
+    StorePairF<T, kStream>(d, v0, v1, row, i);
+  }
+}
+
+// Outputs at least this large are streamed.// Outputs at least this large are streamed.
 constexpr int64_t kStreamBytes = int64_t{8} << 20;
 
 // How far ahead of its reads a streaming kernel prefetches: the hardware prefetcher alone

@@ -39,7 +39,7 @@ struct Problem {
 
 // Rows are numbered batch-major, then the query heads and the key heads, then seq: where row
 // `row` of `heads` (query's plus key's) starts, in elements from its operand's data, and the
-// operand; the CPU and CUDA kernels walk rows the same way.
+// operand. The CUDA kernel numbers its rows so; the CPU kernel walks blocks of positions.
 struct RowStart {
   const Operand* operand;
   int64_t element;

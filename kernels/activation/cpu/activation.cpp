@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <exception>
 #include <new>
+#include <type_traits>
 
 #include "activation/problem.hpp"
 #include "common/parallel.hpp"
@@ -25,9 +26,10 @@ using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::ExpF;
 using kernels::HWY_NAMESPACE::kPrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::LoadTwoF;
 using kernels::HWY_NAMESPACE::RecipF;
 using kernels::HWY_NAMESPACE::StoreF;
-using kernels::HWY_NAMESPACE::StorePairF;
+using kernels::HWY_NAMESPACE::StoreTwoF;
 using kernels::HWY_NAMESPACE::StreamAligned;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
@@ -114,6 +116,14 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
   auto y = [&](int64_t at) {
     return hn::Mul(Act<A, T>(d, LoadF<T>(d, gate, at)), LoadF<T>(d, up, at));
   };
+  // Lanes [at, at + 2N) computed and stored, in LoadTwoF's order.
+  auto y_two = [&](int64_t at, auto stream_tag) {
+    VF g0, g1, u0, u1;
+    LoadTwoF<T>(d, gate, at, g0, g1);
+    LoadTwoF<T>(d, up, at, u0, u1);
+    StoreTwoF<T, decltype(stream_tag)::value>(d, hn::Mul(Act<A, T>(d, g0), u0),
+                                              hn::Mul(Act<A, T>(d, g1), u1), out, at);
+  };
   if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
     const char* gate_ahead = static_cast<const char*>(gate) + kPrefetchBytes;
@@ -124,10 +134,10 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
         hwy::Prefetch(gate_ahead + b);
         hwy::Prefetch(up_ahead + b);
       }
-      StorePairF<T, true>(d, y(i), y(i + N), out, i);
+      y_two(i, std::true_type{});
     }
   }
-  for (; i + 2 * N <= c1; i += 2 * N) StorePairF<T, false>(d, y(i), y(i + N), out, i);
+  for (; i + 2 * N <= c1; i += 2 * N) y_two(i, std::false_type{});
   for (; i < c1; i += N) {
     const int64_t n = std::min(N, c1 - i);
     if (n == N) {

@@ -1,5 +1,5 @@
-// The CPU rotary embedding: rows of query and key rotated in place, rows of one head in
-// sequence order (streaming through memory; cos and sin stay in cache). Interleaved pairs use
+// The CPU rotary embedding: rows of query and key rotated in place, a block of positions at a
+// time for every head (so the block's cos and sin stay in L1). Interleaved pairs use
 // a float32 table of cos and +-sin repeated per lane pair, made once per call, so a row is
 // x * c2 + swap_pairs(x) * s2 with whole-vector loads. Compiled once per SIMD target (Highway
 // foreach_target) and dispatched at runtime.
@@ -25,7 +25,6 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
-using kernels::HWY_NAMESPACE::kPrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StorePairF;
@@ -129,6 +128,9 @@ void PairTables(const Problem& p, int64_t table_batch, float* c2, float* s2) {
   }
 }
 
+// The cos and sin rows kept in L1 for all heads: about a third of it.
+constexpr int64_t kTableBlockBytes = int64_t{16} << 10;
+
 template <DType T, DType C>
 void RunTyped(const Problem& p) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
@@ -145,28 +147,50 @@ void RunTyped(const Problem& p) {
     PairTables<C>(p, table_batch, c2.get(), s2.get());
   }
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
-  const int64_t rows = p.batch * heads * p.seq;
   const int64_t row_bytes = 2 * p.half * es;
-  const int64_t ahead = std::max<int64_t>(1, kPrefetchBytes / row_bytes);
-  kernels::parallel_ranges(rows, 2 * row_bytes, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      if (row + ahead < end) {
-        const RowStart next_row = row_start(p, heads, row + ahead);
-        const char* next = next_row.operand->data + next_row.element * es;
-        for (int64_t at = 0; at < row_bytes; at += 64) hwy::Prefetch(next + at);
-      }
-      const RowStart r = row_start(p, heads, row);
-      const int64_t b = r.batch, s = r.seq;
-      char* x = r.operand->data + r.element * es;
-      if (interleaved) {
-        const int64_t t = ((table_per_batch ? b : 0) * p.seq + s) * 2 * p.half;
-        InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
-      } else {
-        NeoxRow<T, C>(x, p.cos.data + (b * p.cos.stride[0] + s * p.cos.stride[1]) * cs,
-                      p.sin.data + (b * p.sin.stride[0] + s * p.sin.stride[1]) * cs, p.half);
-      }
-    }
-  });
+  // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
+  // all the heads use them. Walking each head's whole sequence instead streams the tables from L3
+  // once per head, and for 16-bit rows the tables are more bytes than the rows.
+  const int64_t table_row_bytes = interleaved ? 2 * 2 * p.half * 4 : 2 * p.half * cs;
+  const int64_t block = std::clamp<int64_t>(kTableBlockBytes / table_row_bytes, 1, p.seq);
+  const int64_t blocks = (p.seq + block - 1) / block;
+  kernels::parallel_ranges(
+      p.batch * blocks, block * heads * 2 * row_bytes, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t b = item / blocks, s0 = item % blocks * block;
+          const int64_t s1 = std::min(p.seq, s0 + block);
+          const int64_t tb = table_per_batch ? b : 0;
+          // The first element of head h's row s: `head_rows(h)` + s * its stride.
+          auto head_rows = [&](int64_t h, int64_t* seq_stride) {
+            const bool key = h >= p.query.heads;
+            const Operand& o = key ? p.key : p.query;
+            *seq_stride = o.stride[2] * es;
+            return o.data + (b * o.stride[0] + (key ? h - p.query.heads : h) * o.stride[1]) * es;
+          };
+          for (int64_t h = 0; h < heads; ++h) {
+            int64_t stride = 0, next_stride = 0;
+            char* rows = head_rows(h, &stride);
+            // The next head's rows of this block, a row per row: a burst of prefetches would
+            // fill the core's miss buffers and stall it.
+            const char* next = h + 1 < heads ? head_rows(h + 1, &next_stride) : nullptr;
+            for (int64_t s = s0; s < s1; ++s) {
+              if (next) {
+                for (int64_t at = 0; at < row_bytes; at += 64)
+                  hwy::Prefetch(next + s * next_stride + at);
+              }
+              char* x = rows + s * stride;
+              if (interleaved) {
+                const int64_t t = (tb * p.seq + s) * 2 * p.half;
+                InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
+              } else {
+                NeoxRow<T, C>(x, p.cos.data + (b * p.cos.stride[0] + s * p.cos.stride[1]) * cs,
+                              p.sin.data + (b * p.sin.stride[0] + s * p.sin.stride[1]) * cs,
+                              p.half);
+              }
+            }
+          }
+        }
+      });
 }
 
 template <DType T>
