@@ -66,16 +66,22 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToBf16Bits(DF d, VF v) {
   return hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(RoundedBf16Bits(d, v))));
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// v0 and v1 rounded to bfloat16 by one vcvtne2ps2bf16 (where g_bf16_instruction says the CPU has
+// it): v0's 16 words in the low half, v1's in the high half.
+HWY_INLINE __m512i Bf16Halves(VF v0, VF v1) {
+  __m512i bits;  // the instruction's second source fills the low half
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(bits) : "v"(v1.raw), "v"(v0.raw));
+  return bits;
+}
+#endif
+
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // v0 and v1 as bfloat16 bits in one vector of twice the lanes, v0's first. One instruction
-// (vcvtne2ps2bf16) where the CPU has it, instead of two conversions and a lane insert.
+// where the CPU has it, instead of two conversions and a lane insert.
 HWY_INLINE hn::Vec<hn::Twice<hn::Rebind<uint16_t, DF>>> ToBf16Bits2(DF d, VF v0, VF v1) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (g_bf16_instruction) {
-    __m512i bits;  // the second source fills the low half
-    asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(bits) : "v"(v1.raw), "v"(v0.raw));
-    return hn::Vec512<uint16_t>{bits};
-  }
+  if (g_bf16_instruction) return hn::Vec512<uint16_t>{Bf16Halves(v0, v1)};
 #endif
   const hn::Twice<hn::Rebind<uint16_t, DF>> d32;
   return hn::Combine(d32, ToBf16Bits(d, v1), ToBf16Bits(d, v0));
@@ -244,8 +250,8 @@ HWY_INLINE void StorePairF(DF d, VF v0, VF v1, void* row, int64_t i) {
   }
 }
 
-// Whether whole vectors stored from lane 0 of `row` are aligned for StreamF and StorePairF
-// (StorePairF streams a whole register for every T.)
+// Whether whole vectors stored from lane 0 of `row` are aligned for StreamF, StorePairF and
+// StoreTwoF (the pairs stream a whole register for every T).
 template <DType T>
 HWY_INLINE bool StreamAligned(DF d, const void* row) {
   const size_t bytes = hn::Lanes(d) * sizeof(float);
@@ -286,10 +292,8 @@ HWY_INLINE void StoreTwoF(DF d, VF v0, VF v1, void* row, int64_t i) {
     const auto w = [&] {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       if (g_bf16_instruction) {  // one conversion of both, one word interleave
-        __m512i halves;          // v0's words low, v1's high
-        asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(v1.raw), "v"(v0.raw));
         return hn::Vec512<uint32_t>{
-            _mm512_permutexvar_epi16(_mm512_load_si512(kInterleaveWords), halves)};
+            _mm512_permutexvar_epi16(_mm512_load_si512(kInterleaveWords), Bf16Halves(v0, v1))};
       }
 #endif
       return hn::Or(hn::ShiftRight<16>(RoundedBf16Bits(d, v0)),
@@ -306,7 +310,7 @@ HWY_INLINE void StoreTwoF(DF d, VF v0, VF v1, void* row, int64_t i) {
   }
 }
 
-// Outputs at least this large are streamed.// Outputs at least this large are streamed.
+// Outputs at least this large are streamed.
 constexpr int64_t kStreamBytes = int64_t{8} << 20;
 
 // How far ahead of its reads a streaming kernel prefetches: the hardware prefetcher alone
