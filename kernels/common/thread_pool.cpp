@@ -86,16 +86,18 @@ void ThreadPool::run(int64_t items, int max_workers, Call call, void* ctx) {
     ctx_ = ctx;
     items_ = items;
     job_workers_ = threads - 1;
-    busy_ = threads - 1;
+    job_open_ = true;
+    running_ = 0;
     next_.store(0, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   t_inside_pool = true;
-  drain(0);
+  drain(0);  // returns once every item is claimed
   t_inside_pool = false;
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [this] { return busy_ == 0; });
+  job_open_ = false;
+  done_.wait(lock, [this] { return running_ == 0; });
   call_ = nullptr;
   ctx_ = nullptr;
 }
@@ -111,11 +113,12 @@ void ThreadPool::worker_main(int index, uint64_t seen) {
     wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
     if (stop_) return;
     seen = generation_.load();
-    if (index > job_workers_) continue;  // not needed for this job
+    if (!job_open_ || index > job_workers_) continue;  // finished without it, or not needed
+    ++running_;
     lock.unlock();
     drain(index);
     lock.lock();
-    if (--busy_ == 0) done_.notify_one();
+    if (--running_ == 0) done_.notify_one();
   }
 }
 

@@ -61,7 +61,11 @@ class ThreadPool {
   int64_t items_ = 0;
   int job_workers_ = 0;  // workers (besides the caller) that take part in the current job
   std::atomic<int64_t> next_{0};
-  int busy_ = 0;  // workers still inside the current job
+  // Workers join the current job only while it is open; the caller closes it once every item is
+  // claimed and then waits for the workers that joined. One that was not scheduled in time (on
+  // cores shared with another runtime's threads) is not waited for: it has nothing left to do.
+  bool job_open_ = false;
+  int running_ = 0;  // workers that joined the current job and are still inside it
 };
 
 }  // namespace backplane::kernels
