@@ -5,8 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
+
+#include "owned_tensor.hpp"
 
 namespace {
 
@@ -20,27 +21,14 @@ Runtime open_cpu() {
   return Runtime::open(options);
 }
 
-// A contiguous float32 tensor that owns its data.
-struct Tensor {
-  std::vector<float> data;
-  std::vector<int64_t> shape;
-  DLTensor dl{};
-  explicit Tensor(std::vector<int64_t> dims, bool random = true) : shape(std::move(dims)) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    data.resize(static_cast<size_t>(n));
-    std::mt19937 rng(static_cast<unsigned>(n));
-    std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    if (random) {
-      for (float& x : data) x = dist(rng);
-    }
-    dl.data = data.data();
-    dl.device = {kDLCPU, 0};
-    dl.ndim = static_cast<int32_t>(shape.size());
-    dl.dtype = {kDLFloat, 32, 1};
-    dl.shape = shape.data();
-  }
-};
+using Tensor = backplane::testing::OwnedTensor;
+
+// Random in [-1, 1) from a seed of its element count, or zeros.
+Tensor tensor(std::vector<int64_t> dims, bool random = true) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return Tensor(std::move(dims), random ? static_cast<unsigned>(n) : 0u);
+}
 
 bp_attention_args args_for(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                            bool causal) {
@@ -74,8 +62,8 @@ TEST(PluginKernels, SdpaThroughTheAbiMatchesEager) {
   const backplane::AttentionKernel eager =
       runtime.attention_kernel(backplane::Device("cpu"), "eager");
   // GQA 4/2, seq_q 5 against a KV cache of 9, causal (bottom-right), head_dim 16.
-  const Tensor q({1, 4, 5, 16}), k({1, 2, 9, 16}), v({1, 2, 9, 16});
-  Tensor fused({1, 4, 5, 16}, false), reference({1, 4, 5, 16}, false);
+  const auto q = tensor({1, 4, 5, 16}), k = tensor({1, 2, 9, 16}), v = tensor({1, 2, 9, 16});
+  auto fused = tensor({1, 4, 5, 16}, false), reference = tensor({1, 4, 5, 16}, false);
   sdpa(args_for(q, k, v, fused, true));
   eager(args_for(q, k, v, reference, true));
   double worst = 0, largest = 0;
@@ -91,8 +79,8 @@ TEST(PluginKernels, ARefusedCallIsAnErrorWithTheKernelsMessage) {
   const Runtime runtime = open_cpu();
   const backplane::AttentionKernel sdpa =
       runtime.attention_kernel(backplane::Device("cpu"), "sdpa");
-  const Tensor q({1, 4, 5, 16}), k({1, 2, 9, 16}), v({1, 2, 9, 8});
-  Tensor out({1, 4, 5, 16}, false);
+  const auto q = tensor({1, 4, 5, 16}), k = tensor({1, 2, 9, 16}), v = tensor({1, 2, 9, 8});
+  auto out = tensor({1, 4, 5, 16}, false);
   try {
     sdpa(args_for(q, k, v, out, false));
     FAIL() << "a mismatched value head size was accepted";

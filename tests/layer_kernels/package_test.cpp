@@ -11,6 +11,7 @@
 
 #include "activation/activation.hpp"
 #include "in_tree_package.hpp"
+#include "owned_tensor.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 #include "rotary/rotary.hpp"
 
@@ -21,21 +22,11 @@ hub::LoadedPackage load(const std::string& name) {
   return testing::load_in_tree_package(PACKAGES_DIR, CPU_VARIANT, name);
 }
 
-struct Floats {
-  std::vector<float> data;
-  std::vector<int64_t> shape;
-  DLTensor dl{};
-  Floats(std::vector<int64_t> dims, float step) : shape(std::move(dims)) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    for (int64_t i = 0; i < n; ++i) data.push_back(static_cast<float>(i % 13) * step - 1.0f);
-    dl.data = data.data();
-    dl.device = {kDLCPU, 0};
-    dl.ndim = static_cast<int32_t>(shape.size());
-    dl.dtype = {kDLFloat, 32, 1};
-    dl.shape = shape.data();
-  }
-};
+// Values -1, -1 + step, ... repeating every 13 elements.
+testing::OwnedTensor stepped(std::vector<int64_t> dims, float step) {
+  return testing::OwnedTensor(
+      std::move(dims), [step](int64_t i) { return static_cast<float>(i % 13) * step - 1.0f; });
+}
 
 TEST(KernelPackages, RegisterWhatTheirMetadataDeclares) {
   const struct {
@@ -61,7 +52,8 @@ TEST(KernelPackages, RmsNormThroughTheAbiEqualsTheLibrary) {
   const hub::LoadedPackage p = load("rmsnorm");
   const auto fn = reinterpret_cast<bp_rms_norm_fn>(p.find("rms_norm", "rms_norm")->function);
   void* context = p.find("rms_norm", "rms_norm")->context;
-  Floats x({3, 37}, 0.25f), w({37}, 0.1f), out({3, 37}, 0.0f), direct({3, 37}, 0.0f);
+  auto x = stepped({3, 37}, 0.25f), w = stepped({37}, 0.1f), out = stepped({3, 37}, 0.0f),
+       direct = stepped({3, 37}, 0.0f);
   bp_rms_norm_args args{};
   args.struct_size = sizeof args;
   args.input = &x.dl;
@@ -90,7 +82,7 @@ TEST(KernelPackages, ActivationsThroughTheAbiEqualTheLibrary) {
     SCOPED_TRACE(op);
     const hub::PackageKernel* k = p.find(op, op);
     ASSERT_NE(k, nullptr);
-    Floats x({5, 42}, 0.3f), out({5, 21}, 0.0f), direct({5, 21}, 0.0f);
+    auto x = stepped({5, 42}, 0.3f), out = stepped({5, 21}, 0.0f), direct = stepped({5, 21}, 0.0f);
     bp_gated_activation_args args{};
     args.struct_size = sizeof args;
     args.input = &x.dl;
@@ -108,8 +100,8 @@ TEST(KernelPackages, RotaryThroughTheAbiEqualsTheLibrary) {
   const hub::PackageKernel* k = p.find("rotary_embedding", "rotary_embedding");
   ASSERT_NE(k, nullptr);
   for (int style : {BP_ROTARY_NEOX, BP_ROTARY_INTERLEAVED}) {
-    Floats q({1, 2, 3, 8}, 0.2f), q_direct({1, 2, 3, 8}, 0.2f);
-    Floats cos({3, 4}, 0.05f), sin({3, 4}, 0.07f);
+    auto q = stepped({1, 2, 3, 8}, 0.2f), q_direct = stepped({1, 2, 3, 8}, 0.2f);
+    auto cos = stepped({3, 4}, 0.05f), sin = stepped({3, 4}, 0.07f);
     bp_rotary_embedding_args args{};
     args.struct_size = sizeof args;
     args.query = &q.dl;
