@@ -161,9 +161,10 @@ HWY_INLINE VF ExpF(DF d, VF x) {
 #endif
 }
 
-// 2^y to a relative error of 7.5e-5, for y in [-126, 127): 2^floor(y) times a cubic in
-// frac(y), fitted to 2^f on [0, 1) for the least relative error. For results rounded to
-// bfloat16 (a step of 2^-8 = 3.9e-3), where ExpF's 2e-7 buys nothing and costs seven more ops.
+// 2^y to a relative error of 7.5e-5, for y in [-126, 127) (any y on AVX-512: vscalefps goes to
+// 0 and inf, and vreduceps takes +-inf to 0): 2^floor(y) times a cubic in frac(y), fitted to 2^f on
+// [0, 1) for the least relative error. For results rounded to bfloat16 (a step of 2^-8 = 3.9e-3),
+// where ExpF's 2e-7 buys nothing and costs seven more ops.
 HWY_INLINE VF Exp2Coarse(DF d, VF y) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   const VF f{_mm512_reduce_ps(y.raw, 0x09)};  // y - floor(y), no precision exception

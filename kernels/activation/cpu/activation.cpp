@@ -45,11 +45,15 @@ HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
 // x * sigmoid(y) = x / (1 + e^-y) for results rounded to bfloat16: relative error below 2.5e-4
 // (Exp2Coarse's and the reciprocal estimate's; 4e-4 where the estimate has 12 bits), against
 // bfloat16's step of 3.9e-3. Half the ops of TimesSigmoid: no sign split and no Newton step.
-// e^-y is held in [2^-64, 2^125], where 1 + e^-y and its reciprocal are normal floats: below,
+// On AVX-512 the exponent needs no clamp: vreduceps takes +-inf to 0 and vscalefps gives 0 or
+// inf, so 1 + e^-y is 1 or inf (result x or 0, as x / (1 + e^-y) in float32). Elsewhere
+// Exp2Coarse builds 2^floor in the exponent bits, so e^-y is held in [2^-64, 2^125]: below,
 // 1 + e^-y is 1 already; above (y < -86.6), the result is x * 2^-125 instead of smaller.
 HWY_INLINE VF TimesSigmoidBf16(DF d, VF x, VF y) {
   VF t = hn::Mul(y, hn::Set(d, -1.44269504088896341f));  // -y log2(e)
+#if HWY_TARGET != HWY_AVX3 && HWY_TARGET != HWY_AVX3_DL
   t = hn::Min(hn::Max(t, hn::Set(d, -64.0f)), hn::Set(d, 125.0f));
+#endif
   const VF one_plus_e = hn::Add(kernels::HWY_NAMESPACE::Exp2Coarse(d, t), hn::Set(d, 1.0f));
   return hn::Mul(x, hn::ApproximateReciprocal(one_plus_e));
 }
