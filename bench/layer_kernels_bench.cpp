@@ -4,6 +4,8 @@
 //   rotary/<b>x<heads>x<seq>x<dim>_<dtype>/{backplane,libtorch}  transformers'
 //       apply_rotary_pos_emb on query and key (q * cos + rotate_half(q) * sin), full-width
 //       cos and sin made beforehand as the model's rotary module does
+//   rotary_interleaved/<b>x<heads>x<seq>x<dim>_<dtype>/{backplane,libtorch}  GPT-J's
+//       rotate_every_two on query and key, cos and sin repeated per pair beforehand
 // Threads: BACKPLANE_BENCH_THREADS, default hardware_concurrency(), for both (as attention).
 // Counter `bytes` is what the op must read and write at the least, per second (one pass over
 // each input and output); bench/layer_kernels_report.py divides it by roofline/copy's and
@@ -51,7 +53,7 @@ int layer_threads() {
   return threads;
 }
 
-enum class Op { kRmsNorm, kSiluAndMul, kRotary };
+enum class Op { kRmsNorm, kSiluAndMul, kRotary, kRotaryInterleaved };
 enum class Type { kF32, kBF16 };
 
 struct LayerCase {
@@ -69,7 +71,8 @@ struct LayerCase {
         return es * static_cast<double>(dims[0] * dims[1] * 2 + dims[1]);
       case Op::kSiluAndMul:  // [rows, 2d] in, [rows, d] out
         return es * static_cast<double>(dims[0] * dims[1] * 3);
-      case Op::kRotary: {  // query and key in and out; cos and sin [seq, dim / 2] in float32
+      case Op::kRotary:
+      case Op::kRotaryInterleaved: {  // query and key in and out; cos and sin [seq, dim / 2]
         const double qk = es * static_cast<double>(dims[0] * dims[1] * dims[2] * dims[3]);
         return 4 * qk + 4.0 * static_cast<double>(dims[2] * dims[3]);
       }
@@ -86,6 +89,14 @@ std::vector<LayerCase>& cases() {
       {Op::kSiluAndMul, Type::kBF16, {2048, 11008}, "silu_and_mul/2048x2x11008_bf16"},
       {Op::kRotary, Type::kF32, {1, 32, 2048, 128}, "rotary/1x32x2048x128_f32"},
       {Op::kRotary, Type::kBF16, {1, 32, 2048, 128}, "rotary/1x32x2048x128_bf16"},
+      {Op::kRotaryInterleaved,
+       Type::kF32,
+       {1, 32, 2048, 128},
+       "rotary_interleaved/1x32x2048x128_f32"},
+      {Op::kRotaryInterleaved,
+       Type::kBF16,
+       {1, 32, 2048, 128},
+       "rotary_interleaved/1x32x2048x128_bf16"},
   };
   return c;
 }
@@ -187,15 +198,18 @@ void LayerBackplane(benchmark::State& state, const LayerCase* c) {
       };
       break;
     }
-    case Op::kRotary: {
+    case Op::kRotary:
+    case Op::kRotaryInterleaved: {
       bufs.emplace_back(d, c->type, 1.0f);
       bufs.emplace_back(d, c->type, 1.0f);
       bufs.emplace_back(std::vector<int64_t>{d[2], d[3] / 2}, Type::kF32, 0.0f);
       bufs.emplace_back(std::vector<int64_t>{d[2], d[3] / 2}, Type::kF32, 0.0f);
       fill_rotation(bufs[2], bufs[3]);
-      call = [&] {
+      const auto style = c->op == Op::kRotary ? backplane::rotary::Style::kNeox
+                                              : backplane::rotary::Style::kInterleaved;
+      call = [&, style] {
         return backplane::rotary::forward_cpu({&bufs[0].dl, &bufs[1].dl, &bufs[2].dl, &bufs[3].dl},
-                                              backplane::rotary::Style::kNeox);
+                                              style);
       };
       break;
     }
@@ -246,6 +260,24 @@ void LayerLibTorch(benchmark::State& state, const LayerCase* c) {
       call = [=] {
         benchmark::DoNotOptimize(q * cos + rotate_half(q) * sin);
         benchmark::DoNotOptimize(k * cos + rotate_half(k) * sin);
+      };
+      break;
+    }
+    case Op::kRotaryInterleaved: {
+      const at::Tensor q = at::randn({d[0], d[1], d[2], d[3]}, opts), k = at::randn_like(q);
+      const at::Tensor freqs = at::randn({d[2], d[3] / 2});
+      const at::Tensor cos = freqs.cos().repeat_interleave(2, -1).to(dtype);  // [seq, dim]
+      const at::Tensor sin = freqs.sin().repeat_interleave(2, -1).to(dtype);
+      auto rotate_every_two = [](const at::Tensor& x) {
+        using at::indexing::None;
+        using at::indexing::Slice;
+        const at::Tensor even = x.index({"...", Slice(None, None, 2)});
+        const at::Tensor odd = x.index({"...", Slice(1, None, 2)});
+        return at::stack({-odd, even}, -1).flatten(-2);
+      };
+      call = [=] {
+        benchmark::DoNotOptimize(q * cos + rotate_every_two(q) * sin);
+        benchmark::DoNotOptimize(k * cos + rotate_every_two(k) * sin);
       };
       break;
     }

@@ -3,6 +3,7 @@
 #include "common/threads.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -65,7 +66,16 @@ void ThreadPool::drain(int worker) {
   for (;;) {
     const int64_t item = next_.fetch_add(1, std::memory_order_relaxed);
     if (item >= items_) return;
-    call_(ctx_, item, worker);
+    try {
+      call_(ctx_, item, worker);
+    } catch (...) {
+      // Leaving a worker thread would end the process: the caller rethrows the first one, and
+      // the items nobody claimed yet are dropped, since the call fails as a whole.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      next_.store(items_, std::memory_order_relaxed);
+      return;
+    }
   }
 }
 
@@ -100,6 +110,7 @@ void ThreadPool::run(int64_t items, int max_workers, Call call, void* ctx) {
   done_.wait(lock, [this] { return running_ == 0; });
   call_ = nullptr;
   ctx_ = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void ThreadPool::worker_main(int index, uint64_t seen) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,7 +30,9 @@ class ThreadPool {
   // Calls fn(item, worker) for every item in [0, items), items claimed in increasing order by
   // up to threads() workers (the calling thread is worker 0, the others 1..threads()-1).
   // Returns when all are done. Calls from several threads take turns; a call from inside fn
-  // runs serially on the calling worker.
+  // runs serially on the calling worker. An exception from fn reaches the caller (the first,
+  // if several items throw) once every item already claimed has returned; the unclaimed items
+  // are not run.
   template <class F>
   void parallel_for(int64_t items, int max_workers, const F& fn) {
     run(items, max_workers, &invoke<F>, const_cast<F*>(&fn));
@@ -65,7 +68,8 @@ class ThreadPool {
   // claimed and then waits for the workers that joined. One that was not scheduled in time (on
   // cores shared with another runtime's threads) is not waited for: it has nothing left to do.
   bool job_open_ = false;
-  int running_ = 0;  // workers that joined the current job and are still inside it
+  int running_ = 0;           // workers that joined the current job and are still inside it
+  std::exception_ptr error_;  // the current job's first exception, under mu_
 };
 
 }  // namespace backplane::kernels

@@ -1,8 +1,9 @@
 // The CPU rotary embedding: rows of query and key rotated in place, a block of positions at a
-// time for every head (so the block's cos and sin stay in L1). Interleaved pairs use
-// a float32 table of cos and +-sin repeated per lane pair, made once per call, so a row is
-// x * c2 + swap_pairs(x) * s2 with whole-vector loads. Compiled once per SIMD target (Highway
-// foreach_target) and dispatched at runtime.
+// time for every head (so the block's cos and sin stay in L1). Interleaved pairs of float32
+// and float16 rows use the block's cos and +-sin repeated per lane pair, so a row is
+// x * c2 + swap_pairs(x) * s2 with whole-vector loads; bfloat16 rows are read as their even and
+// odd elements (LoadTwoF), the pairs' first and second, against cos and sin as they are.
+// Compiled once per SIMD target (Highway foreach_target) and dispatched at runtime.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "rotary/cpu/rotary.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -26,8 +27,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::LoadTwoF;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StorePairF;
+using kernels::HWY_NAMESPACE::StoreTwoF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
@@ -69,6 +72,32 @@ HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half)
   }
 }
 
+// A bfloat16 row of adjacent pairs (x[2i], x[2i + 1]): the even elements are the pairs' first
+// and the odd their second, so cos and sin are read as they are, a pair per table column.
+template <DType C>
+HWY_INLINE void InterleavedRowEvenOdd(char* x, const char* cos, const char* sin, int64_t width) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto rotate = [&](char* row, int64_t i, const void* c_row, const void* s_row, int64_t j) {
+    VF a, b;
+    LoadTwoF<DType::kBF16>(d, row, i, a, b);
+    const VF c = LoadF<C>(d, c_row, j), s = LoadF<C>(d, s_row, j);
+    StoreTwoF<DType::kBF16, false>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)),
+                                   hn::MulAdd(a, s, hn::Mul(b, c)), row, i);
+  };
+  int64_t i = 0;
+  for (; i + 2 * N <= width; i += 2 * N) rotate(x, i, cos, sin, i / 2);
+  if (i < width) {  // whole pairs: width is even
+    const int64_t n = width - i;
+    Tail<DType::kBF16> xt;
+    Tail<C> ct, st;
+    // 2N bfloat16 are one float32 vector's bytes: the tail buffers hold them.
+    rotate(static_cast<char*>(xt.load(x, i, n)), 0, ct.load(cos, i / 2, n / 2),
+           st.load(sin, i / 2, n / 2), 0);
+    xt.store(x, i, n);
+  }
+}
+
 // Adjacent pairs (x[2i], x[2i + 1]); c2 = (c0, c0, c1, c1, ...), s2 = (-s0, s0, -s1, s1, ...).
 template <DType T>
 HWY_INLINE void InterleavedRow(char* x, const float* c2, const float* s2, int64_t width) {
@@ -101,31 +130,59 @@ HWY_INLINE void InterleavedRow(char* x, const float* c2, const float* s2, int64_
   }
 }
 
+// The pair tables of interleaved float32 and float16 rows: `rows` rows of cos and sin (strides
+// in bytes) as c2 = (c0, c0, c1, c1, ...) and s2 = (-s0, s0, -s1, s1, ...), 2 * half floats a
+// row. Made per block of positions, for all its heads.
 template <DType C>
-float TableValue(const char* row, int64_t i) {
+void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
+                int64_t rows, int64_t half, float* c2, float* s2) {
   const DF d;
-  Tail<C> t;
-  return hn::GetLane(LoadF<C>(d, t.load(row, i, 1), 0));
-}
-
-// The pair tables of the interleaved style: [table batch][seq][2 * half] floats each.
-template <DType C>
-void PairTables(const Problem& p, int64_t table_batch, float* c2, float* s2) {
-  const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
-  for (int64_t b = 0; b < table_batch; ++b) {
-    for (int64_t s = 0; s < p.seq; ++s) {
-      const char* c = p.cos.data + (b * p.cos.stride[0] + s * p.cos.stride[1]) * cs;
-      const char* sn = p.sin.data + (b * p.sin.stride[0] + s * p.sin.stride[1]) * cs;
-      float* cr = c2 + (b * p.seq + s) * 2 * p.half;
-      float* sr = s2 + (b * p.seq + s) * 2 * p.half;
-      for (int64_t i = 0; i < p.half; ++i) {
-        cr[2 * i] = cr[2 * i + 1] = TableValue<C>(c, i);
-        const float v = TableValue<C>(sn, i);
-        sr[2 * i] = -v;
-        sr[2 * i + 1] = v;
-      }
+#if HWY_TARGET == HWY_SCALAR
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < half; ++i) {
+      const float c = hn::GetLane(LoadF<C>(d, cos + r * cos_stride, i));
+      const float v = hn::GetLane(LoadF<C>(d, sin + r * sin_stride, i));
+      c2[r * 2 * half + 2 * i] = c2[r * 2 * half + 2 * i + 1] = c;
+      s2[r * 2 * half + 2 * i] = -v;
+      s2[r * 2 * half + 2 * i + 1] = v;
     }
   }
+#else
+  const hn::RebindToSigned<DF> di;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  // Lane k of the first output takes table lane k / 2, of the second N / 2 + k / 2.
+  alignas(64) int32_t first[HWY_MAX_BYTES / 4], second[HWY_MAX_BYTES / 4];
+  for (int64_t k = 0; k < N; ++k) {
+    first[k] = static_cast<int32_t>(k / 2);
+    second[k] = static_cast<int32_t>(N / 2 + k / 2);
+  }
+  const auto lo = hn::SetTableIndices(d, first), hi = hn::SetTableIndices(d, second);
+  const auto sign = hn::BitCast(d, hn::ShiftLeft<31>(hn::And(hn::Iota(di, 1), hn::Set(di, 1))));
+  auto pairs = [&](VF c, VF v, float* c_out, float* s_out) {
+    hn::StoreU(hn::TableLookupLanes(c, lo), d, c_out);
+    hn::StoreU(hn::TableLookupLanes(c, hi), d, c_out + N);
+    hn::StoreU(hn::Xor(hn::TableLookupLanes(v, lo), sign), d, s_out);
+    hn::StoreU(hn::Xor(hn::TableLookupLanes(v, hi), sign), d, s_out + N);
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const char* c = cos + r * cos_stride;
+    const char* v = sin + r * sin_stride;
+    float* c_out = c2 + r * 2 * half;
+    float* s_out = s2 + r * 2 * half;
+    int64_t i = 0;
+    for (; i + N <= half; i += N) {
+      pairs(LoadF<C>(d, c, i), LoadF<C>(d, v, i), c_out + 2 * i, s_out + 2 * i);
+    }
+    if (i < half) {
+      const int64_t n = half - i;
+      Tail<C> ct, vt;
+      alignas(64) float c_buf[2 * HWY_MAX_BYTES / 4], s_buf[2 * HWY_MAX_BYTES / 4];
+      pairs(LoadF<C>(d, ct.load(c, i, n), 0), LoadF<C>(d, vt.load(v, i, n), 0), c_buf, s_buf);
+      std::memcpy(c_out + 2 * i, c_buf, static_cast<size_t>(2 * n) * sizeof(float));
+      std::memcpy(s_out + 2 * i, s_buf, static_cast<size_t>(2 * n) * sizeof(float));
+    }
+  }
+#endif
 }
 
 // The cos and sin rows kept in L1 for all heads: about a third of it.
@@ -136,30 +193,32 @@ void RunTyped(const Problem& p) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
   const bool interleaved = p.style == Style::kInterleaved;
-  const bool table_per_batch = p.cos.stride[0] != 0 || p.sin.stride[0] != 0;
-  const int64_t table_batch = table_per_batch ? p.batch : 1;
-  hwy::AlignedFreeUniquePtr<float[]> c2, s2;
-  if (interleaved) {
-    const auto n = static_cast<size_t>(table_batch * p.seq * 2 * p.half);
-    c2 = hwy::AllocateAligned<float>(n);
-    s2 = hwy::AllocateAligned<float>(n);
-    if (!c2 || !s2) throw std::bad_alloc();
-    PairTables<C>(p, table_batch, c2.get(), s2.get());
-  }
+  const bool pair_tables = interleaved && T != DType::kBF16;
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
   // all the heads use them. Walking each head's whole sequence instead streams the tables from L3
   // once per head, and for 16-bit rows the tables are more bytes than the rows.
-  const int64_t table_row_bytes = interleaved ? 2 * 2 * p.half * 4 : 2 * p.half * cs;
+  const int64_t table_row_bytes = pair_tables ? 2 * 2 * p.half * 4 : 2 * p.half * cs;
   const int64_t block = std::clamp<int64_t>(kTableBlockBytes / table_row_bytes, 1, p.seq);
   const int64_t blocks = (p.seq + block - 1) / block;
   kernels::parallel_ranges(
       p.batch * blocks, block * heads * 2 * row_bytes, [&](int64_t begin, int64_t end) {
+        hwy::AlignedFreeUniquePtr<float[]> c2, s2;  // this thread's block of pair tables
+        if (pair_tables) {
+          c2 = hwy::AllocateAligned<float>(static_cast<size_t>(block * 2 * p.half));
+          s2 = hwy::AllocateAligned<float>(static_cast<size_t>(block * 2 * p.half));
+          if (!c2 || !s2) throw std::bad_alloc();
+        }
         for (int64_t item = begin; item < end; ++item) {
           const int64_t b = item / blocks, s0 = item % blocks * block;
           const int64_t s1 = std::min(p.seq, s0 + block);
-          const int64_t tb = table_per_batch ? b : 0;
+          const char* cos0 = p.cos.data + (b * p.cos.stride[0] + s0 * p.cos.stride[1]) * cs;
+          const char* sin0 = p.sin.data + (b * p.sin.stride[0] + s0 * p.sin.stride[1]) * cs;
+          if (pair_tables) {
+            PairTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
+                          c2.get(), s2.get());
+          }
           // The first element of head h's row s: `head_rows(h)` + s * its stride.
           auto head_rows = [&](int64_t h, int64_t* seq_stride) {
             const bool key = h >= p.query.heads;
@@ -179,13 +238,15 @@ void RunTyped(const Problem& p) {
                   hwy::Prefetch(next + s * next_stride + at);
               }
               char* x = rows + s * stride;
-              if (interleaved) {
-                const int64_t t = (tb * p.seq + s) * 2 * p.half;
+              const char* cos = cos0 + (s - s0) * p.cos.stride[1] * cs;
+              const char* sin = sin0 + (s - s0) * p.sin.stride[1] * cs;
+              if (pair_tables) {
+                const int64_t t = (s - s0) * 2 * p.half;
                 InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
+              } else if (interleaved) {
+                InterleavedRowEvenOdd<C>(x, cos, sin, 2 * p.half);
               } else {
-                NeoxRow<T, C>(x, p.cos.data + (b * p.cos.stride[0] + s * p.cos.stride[1]) * cs,
-                              p.sin.data + (b * p.sin.stride[0] + s * p.sin.stride[1]) * cs,
-                              p.half);
+                NeoxRow<T, C>(x, cos, sin, p.half);
               }
             }
           }
