@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attention/attention.hpp"
+#include "attention/checks.hpp"
 #include "common/tensor.hpp"
 
 #include <cstddef>
@@ -21,12 +22,8 @@ enum class MaskKind {
   kAdditiveF16,
 };
 
-// One operand: base pointer (byte_offset applied) and strides in elements for the four logical
-// dims [batch, heads, seq, dim]. A broadcast mask dim has stride 0.
-struct Operand {
-  const void* data = nullptr;
-  int64_t stride[4] = {0, 0, 0, 0};
-};
+// One operand: base pointer and strides in elements over [batch, heads, seq, dim].
+using Operand = StridedView;
 
 struct Problem {
   DType dtype = DType::kF32;

@@ -193,7 +193,9 @@ void RunTyped(const Problem& p) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
   const bool interleaved = p.style == Style::kInterleaved;
-  const bool pair_tables = interleaved && T != DType::kBF16;
+  // bfloat16 rows read their pairs as even and odd elements instead (InterleavedRowEvenOdd).
+  constexpr bool kPairRows = T != DType::kBF16;
+  const bool pair_tables = interleaved && kPairRows;
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
@@ -215,9 +217,11 @@ void RunTyped(const Problem& p) {
           const int64_t s1 = std::min(p.seq, s0 + block);
           const char* cos0 = p.cos.data + (b * p.cos.stride[0] + s0 * p.cos.stride[1]) * cs;
           const char* sin0 = p.sin.data + (b * p.sin.stride[0] + s0 * p.sin.stride[1]) * cs;
-          if (pair_tables) {
-            PairTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
-                          c2.get(), s2.get());
+          if constexpr (kPairRows) {
+            if (pair_tables) {
+              PairTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
+                            c2.get(), s2.get());
+            }
           }
           // The first element of head h's row s: `head_rows(h)` + s * its stride.
           auto head_rows = [&](int64_t h, int64_t* seq_stride) {
@@ -240,13 +244,13 @@ void RunTyped(const Problem& p) {
               char* x = rows + s * stride;
               const char* cos = cos0 + (s - s0) * p.cos.stride[1] * cs;
               const char* sin = sin0 + (s - s0) * p.sin.stride[1] * cs;
-              if (pair_tables) {
+              if (!interleaved) {
+                NeoxRow<T, C>(x, cos, sin, p.half);
+              } else if constexpr (kPairRows) {
                 const int64_t t = (s - s0) * 2 * p.half;
                 InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
-              } else if (interleaved) {
-                InterleavedRowEvenOdd<C>(x, cos, sin, 2 * p.half);
               } else {
-                NeoxRow<T, C>(x, cos, sin, p.half);
+                InterleavedRowEvenOdd<C>(x, cos, sin, 2 * p.half);
               }
             }
           }
