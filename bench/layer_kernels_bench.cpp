@@ -247,37 +247,34 @@ void LayerLibTorch(benchmark::State& state, const LayerCase* c) {
       };
       break;
     }
-    case Op::kRotary: {
-      const at::Tensor q = at::randn({d[0], d[1], d[2], d[3]}, opts), k = at::randn_like(q);
-      const at::Tensor freqs = at::randn({d[2], d[3] / 2});
-      const at::Tensor emb = at::cat({freqs, freqs}, -1);
-      const at::Tensor cos = emb.cos().to(dtype).unsqueeze(0).unsqueeze(0);  // [1, 1, seq, dim]
-      const at::Tensor sin = emb.sin().to(dtype).unsqueeze(0).unsqueeze(0);
-      const int64_t half = d[3] / 2;
-      auto rotate_half = [half](const at::Tensor& x) {
-        return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-      };
-      call = [=] {
-        benchmark::DoNotOptimize(q * cos + rotate_half(q) * sin);
-        benchmark::DoNotOptimize(k * cos + rotate_half(k) * sin);
-      };
-      break;
-    }
+    case Op::kRotary:
     case Op::kRotaryInterleaved: {
       const at::Tensor q = at::randn({d[0], d[1], d[2], d[3]}, opts), k = at::randn_like(q);
       const at::Tensor freqs = at::randn({d[2], d[3] / 2});
-      const at::Tensor cos = freqs.cos().repeat_interleave(2, -1).to(dtype);  // [seq, dim]
-      const at::Tensor sin = freqs.sin().repeat_interleave(2, -1).to(dtype);
-      auto rotate_every_two = [](const at::Tensor& x) {
-        using at::indexing::None;
-        using at::indexing::Slice;
-        const at::Tensor even = x.index({"...", Slice(None, None, 2)});
-        const at::Tensor odd = x.index({"...", Slice(1, None, 2)});
-        return at::stack({-odd, even}, -1).flatten(-2);
-      };
+      const int64_t half = d[3] / 2;
+      // GPT-NeoX pairs the two halves of a row (rotate_half), GPT-J adjacent elements
+      // (rotate_every_two); each repeats the angles to match: [seq, dim].
+      std::function<at::Tensor(const at::Tensor&)> rotate;
+      at::Tensor angles;
+      if (c->op == Op::kRotary) {
+        angles = at::cat({freqs, freqs}, -1);
+        rotate = [half](const at::Tensor& x) {
+          return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+        };
+      } else {
+        angles = freqs.repeat_interleave(2, -1);
+        rotate = [](const at::Tensor& x) {
+          using at::indexing::None;
+          using at::indexing::Slice;
+          const at::Tensor even = x.index({"...", Slice(None, None, 2)});
+          const at::Tensor odd = x.index({"...", Slice(1, None, 2)});
+          return at::stack({-odd, even}, -1).flatten(-2);
+        };
+      }
+      const at::Tensor cos = angles.cos().to(dtype), sin = angles.sin().to(dtype);
       call = [=] {
-        benchmark::DoNotOptimize(q * cos + rotate_every_two(q) * sin);
-        benchmark::DoNotOptimize(k * cos + rotate_every_two(k) * sin);
+        benchmark::DoNotOptimize(q * cos + rotate(q) * sin);
+        benchmark::DoNotOptimize(k * cos + rotate(k) * sin);
       };
       break;
     }
