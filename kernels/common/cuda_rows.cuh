@@ -1,10 +1,22 @@
-// Device-side helpers of the CUDA layer kernels (nvcc only): row views, element conversions,
-// launch errors as Status.
+// Device-side helpers of the CUDA layer kernels (nvcc, or the tests' CPU emulation): row views,
+// element conversions, launches, launch errors as Status.
 #pragma once
 
+#if defined(BACKPLANE_GPU_EMULATE)
+// The tests run the kernels on CPU threads: tests/support/cuda_emulator.hpp, included first,
+// supplies the CUDA names used here.
+#define BACKPLANE_LAUNCH(kernel, blocks, threads, stream, ...)                                   \
+  ((void)(stream), ::backplane::emulator::launch({static_cast<unsigned>(blocks), 1, 1}, threads, \
+                                                 0, [&] { kernel(__VA_ARGS__); }))
+#else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+// kernel<<<blocks, threads, 0, stream>>>(...); `kernel` is a name without a comma (a template's
+// instance goes through a local pointer first).
+#define BACKPLANE_LAUNCH(kernel, blocks, threads, stream, ...) \
+  kernel<<<blocks, threads, 0, stream>>>(__VA_ARGS__)
+#endif
 
 #include <cstdint>
 #include <string>

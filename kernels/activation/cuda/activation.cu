@@ -46,8 +46,9 @@ void launch(const Problem& p, cudaStream_t stream) {
   const int64_t total = p.rows * p.d;
   const auto blocks =
       static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65535 * 8));
-  gated<A, S><<<blocks, kThreads, 0, stream>>>(kernels::gpu::device_rows(p.input),
-                                               kernels::gpu::device_rows(p.output), p.rows, p.d);
+  const auto kernel = gated<A, S>;
+  BACKPLANE_LAUNCH(kernel, blocks, kThreads, stream, kernels::gpu::device_rows(p.input),
+                   kernels::gpu::device_rows(p.output), p.rows, p.d);
 }
 
 template <Activation A>

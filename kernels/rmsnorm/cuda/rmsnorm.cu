@@ -63,11 +63,8 @@ void launch(const Problem& p, cudaStream_t stream) {
   const DeviceRows out = kernels::gpu::device_rows(p.output);
   const auto* w = static_cast<const S*>(p.weight);
   const auto blocks = static_cast<unsigned>(p.rows);
-  if (p.residual.data) {
-    rms_norm_rows<S, true><<<blocks, threads, 0, stream>>>(in, res, out, w, p.hidden, p.epsilon);
-  } else {
-    rms_norm_rows<S, false><<<blocks, threads, 0, stream>>>(in, res, out, w, p.hidden, p.epsilon);
-  }
+  const auto kernel = p.residual.data ? rms_norm_rows<S, true> : rms_norm_rows<S, false>;
+  BACKPLANE_LAUNCH(kernel, blocks, threads, stream, in, res, out, w, p.hidden, p.epsilon);
 }
 
 }  // namespace

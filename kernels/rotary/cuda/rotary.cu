@@ -43,7 +43,8 @@ void launch(const Problem& p, cudaStream_t stream) {
   const int64_t total = p.batch * heads * p.seq * p.half;
   const auto blocks =
       static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65535 * 8));
-  rotate<S, CS><<<blocks, kThreads, 0, stream>>>(p, heads, p.style == Style::kInterleaved);
+  const auto kernel = rotate<S, CS>;
+  BACKPLANE_LAUNCH(kernel, blocks, kThreads, stream, p, heads, p.style == Style::kInterleaved);
 }
 
 template <DType T>
