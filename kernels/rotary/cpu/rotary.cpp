@@ -35,8 +35,8 @@ using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
 // Rotate halves: pairs (x[i], x[i + half]).
-template <DType T, DType C>
-HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half) {
+template <DType T>
+HWY_INLINE void NeoxRow(char* x, const float* cos, const float* sin, int64_t half) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
@@ -46,8 +46,8 @@ HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half)
   for (; i + 2 * N <= half; i += 2 * N) {
     const VF a0 = LoadF<T>(d, x, i), b0 = LoadF<T>(d, x2, i);
     const VF a1 = LoadF<T>(d, x, i + N), b1 = LoadF<T>(d, x2, i + N);
-    const VF c0 = LoadF<C>(d, cos, i), s0 = LoadF<C>(d, sin, i);
-    const VF c1 = LoadF<C>(d, cos, i + N), s1 = LoadF<C>(d, sin, i + N);
+    const VF c0 = hn::LoadU(d, cos + i), s0 = hn::LoadU(d, sin + i);
+    const VF c1 = hn::LoadU(d, cos + i + N), s1 = hn::LoadU(d, sin + i + N);
     StorePairF<T, false>(d, hn::NegMulAdd(b0, s0, hn::Mul(a0, c0)),
                          hn::NegMulAdd(b1, s1, hn::Mul(a1, c1)), x, i);
     StorePairF<T, false>(d, hn::MulAdd(a0, s0, hn::Mul(b0, c0)),
@@ -55,16 +55,17 @@ HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half)
   }
   for (; i + N <= half; i += N) {
     const VF a = LoadF<T>(d, x, i), b = LoadF<T>(d, x2, i);
-    const VF c = LoadF<C>(d, cos, i), s = LoadF<C>(d, sin, i);
+    const VF c = hn::LoadU(d, cos + i), s = hn::LoadU(d, sin + i);
     StoreF<T>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)), x, i);
     StoreF<T>(d, hn::MulAdd(a, s, hn::Mul(b, c)), x2, i);
   }
   if (i < half) {
     const int64_t n = half - i;
     Tail<T> at, bt;
-    Tail<C> ct, st;
+    Tail<DType::kF32> ct, st;
     const VF a = LoadF<T>(d, at.load(x, i, n), 0), b = LoadF<T>(d, bt.load(x2, i, n), 0);
-    const VF c = LoadF<C>(d, ct.load(cos, i, n), 0), s = LoadF<C>(d, st.load(sin, i, n), 0);
+    const VF c = LoadF<DType::kF32>(d, ct.load(cos, i, n), 0);
+    const VF s = LoadF<DType::kF32>(d, st.load(sin, i, n), 0);
     StoreF<T>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)), at.buf, 0);
     StoreF<T>(d, hn::MulAdd(a, s, hn::Mul(b, c)), bt.buf, 0);
     at.store(x, i, n);
@@ -74,14 +75,13 @@ HWY_INLINE void NeoxRow(char* x, const char* cos, const char* sin, int64_t half)
 
 // A bfloat16 row of adjacent pairs (x[2i], x[2i + 1]): the even elements are the pairs' first
 // and the odd their second, so cos and sin are read as they are, a pair per table column.
-template <DType C>
-HWY_INLINE void InterleavedRowEvenOdd(char* x, const char* cos, const char* sin, int64_t width) {
+HWY_INLINE void InterleavedRowEvenOdd(char* x, const float* cos, const float* sin, int64_t width) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   auto rotate = [&](char* row, int64_t i, const void* c_row, const void* s_row, int64_t j) {
     VF a, b;
     LoadTwoF<DType::kBF16>(d, row, i, a, b);
-    const VF c = LoadF<C>(d, c_row, j), s = LoadF<C>(d, s_row, j);
+    const VF c = LoadF<DType::kF32>(d, c_row, j), s = LoadF<DType::kF32>(d, s_row, j);
     StoreTwoF<DType::kBF16, false>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)),
                                    hn::MulAdd(a, s, hn::Mul(b, c)), row, i);
   };
@@ -90,7 +90,7 @@ HWY_INLINE void InterleavedRowEvenOdd(char* x, const char* cos, const char* sin,
   if (i < width) {  // whole pairs: width is even
     const int64_t n = width - i;
     Tail<DType::kBF16> xt;
-    Tail<C> ct, st;
+    Tail<DType::kF32> ct, st;
     // 2N bfloat16 are one float32 vector's bytes: the tail buffers hold them.
     rotate(static_cast<char*>(xt.load(x, i, n)), 0, ct.load(cos, i / 2, n / 2),
            st.load(sin, i / 2, n / 2), 0);
@@ -185,6 +185,29 @@ void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t si
 #endif
 }
 
+// A 16-bit table's block of rows as float32, `half` floats a row: the rows then read their
+// table as float32 and convert nothing per head. Made per block of positions, for all its heads.
+template <DType C>
+void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
+                 int64_t rows, int64_t half, float* c_out, float* s_out) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t r = 0; r < rows; ++r) {
+    const char* from[] = {cos + r * cos_stride, sin + r * sin_stride};
+    float* to[] = {c_out + r * half, s_out + r * half};
+    for (int k = 0; k < 2; ++k) {
+      int64_t i = 0;
+      for (; i + N <= half; i += N) hn::StoreU(LoadF<C>(d, from[k], i), d, to[k] + i);
+      if (i < half) {
+        Tail<C> t;
+        alignas(64) float buf[HWY_MAX_BYTES / 4];
+        hn::StoreU(LoadF<C>(d, t.load(from[k], i, half - i), 0), d, buf);
+        std::memcpy(to[k] + i, buf, static_cast<size_t>(half - i) * sizeof(float));
+      }
+    }
+  }
+}
+
 // The cos and sin rows kept in L1 for all heads: about a third of it.
 constexpr int64_t kTableBlockBytes = int64_t{16} << 10;
 
@@ -196,20 +219,25 @@ void RunTyped(const Problem& p) {
   // bfloat16 rows read their pairs as even and odd elements instead (InterleavedRowEvenOdd).
   constexpr bool kPairRows = T != DType::kBF16;
   const bool pair_tables = interleaved && kPairRows;
+  // The other rows read a float32 table: a 16-bit one is converted a block at a time.
+  constexpr bool kFloatCopy = C != DType::kF32;
+  const bool float_copy = kFloatCopy && !pair_tables;
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
   // all the heads use them. Walking each head's whole sequence instead streams the tables from L3
   // once per head, and for 16-bit rows the tables are more bytes than the rows.
-  const int64_t table_row_bytes = pair_tables ? 2 * 2 * p.half * 4 : 2 * p.half * cs;
+  const int64_t table_row_bytes = (pair_tables ? 4 : 2) * p.half * 4;
   const int64_t block = std::clamp<int64_t>(kTableBlockBytes / table_row_bytes, 1, p.seq);
   const int64_t blocks = (p.seq + block - 1) / block;
   kernels::parallel_ranges(
       p.batch * blocks, block * heads * 2 * row_bytes, [&](int64_t begin, int64_t end) {
-        hwy::AlignedFreeUniquePtr<float[]> c2, s2;  // this thread's block of pair tables
-        if (pair_tables) {
-          c2 = hwy::AllocateAligned<float>(static_cast<size_t>(block * 2 * p.half));
-          s2 = hwy::AllocateAligned<float>(static_cast<size_t>(block * 2 * p.half));
+        // This thread's block of pair tables or of float32 table rows.
+        hwy::AlignedFreeUniquePtr<float[]> c2, s2;
+        if (pair_tables || float_copy) {
+          const auto floats = static_cast<size_t>(block * (pair_tables ? 2 : 1) * p.half);
+          c2 = hwy::AllocateAligned<float>(floats);
+          s2 = hwy::AllocateAligned<float>(floats);
           if (!c2 || !s2) throw std::bad_alloc();
         }
         for (int64_t item = begin; item < end; ++item) {
@@ -223,6 +251,17 @@ void RunTyped(const Problem& p) {
                             c2.get(), s2.get());
             }
           }
+          if constexpr (kFloatCopy) {
+            if (float_copy) {
+              FloatTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0,
+                             p.half, c2.get(), s2.get());
+            }
+          }
+          // Row s's float32 cos and sin (not for pair tables).
+          auto table_row = [&](int64_t s, const char* table0, int64_t stride, const float* copy) {
+            if (kFloatCopy) return copy + (s - s0) * p.half;
+            return reinterpret_cast<const float*>(table0 + (s - s0) * stride * cs);
+          };
           // The first element of head h's row s: `head_rows(h)` + s * its stride.
           auto head_rows = [&](int64_t h, int64_t* seq_stride) {
             const bool key = h >= p.query.heads;
@@ -242,15 +281,15 @@ void RunTyped(const Problem& p) {
                   hwy::Prefetch(next + s * next_stride + at);
               }
               char* x = rows + s * stride;
-              const char* cos = cos0 + (s - s0) * p.cos.stride[1] * cs;
-              const char* sin = sin0 + (s - s0) * p.sin.stride[1] * cs;
               if (!interleaved) {
-                NeoxRow<T, C>(x, cos, sin, p.half);
+                NeoxRow<T>(x, table_row(s, cos0, p.cos.stride[1], c2.get()),
+                           table_row(s, sin0, p.sin.stride[1], s2.get()), p.half);
               } else if constexpr (kPairRows) {
                 const int64_t t = (s - s0) * 2 * p.half;
                 InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
               } else {
-                InterleavedRowEvenOdd<C>(x, cos, sin, 2 * p.half);
+                InterleavedRowEvenOdd(x, table_row(s, cos0, p.cos.stride[1], c2.get()),
+                                      table_row(s, sin0, p.sin.stride[1], s2.get()), 2 * p.half);
               }
             }
           }
