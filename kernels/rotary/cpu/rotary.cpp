@@ -1,8 +1,9 @@
 // The CPU rotary embedding: rows of query and key rotated in place, a block of positions at a
-// time for every head (so the block's cos and sin stay in L1). Interleaved pairs of float32
-// and float16 rows use the block's cos and +-sin repeated per lane pair, so a row is
-// x * c2 + swap_pairs(x) * s2 with whole-vector loads; bfloat16 rows are read as their even and
-// odd elements (LoadTwoF), the pairs' first and second, against cos and sin as they are.
+// time for every head (so the block's cos and sin stay in L1, as float32: a 16-bit table is
+// converted once per block). Interleaved pairs of float32 and float16 rows use the block's cos
+// and +-sin repeated per lane pair, so a row is x * c2 + swap_pairs(x) * s2 with whole-vector
+// loads; bfloat16 rows are read as their even and odd elements (LoadTwoF), the pairs' first and
+// second, against cos and sin as they are.
 // Compiled once per SIMD target (Highway foreach_target) and dispatched at runtime.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "rotary/cpu/rotary.cpp"
