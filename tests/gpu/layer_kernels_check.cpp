@@ -214,23 +214,28 @@ void rotary_cases(Type t) {
                           {1, 3, 1, 5, 24, 16},
                           {2, 2, 2, 9, 130, 130},
                           {1, 32, 32, 2048, 128, 128}};
+  // cos and sin in float32, and (transformers' layout) in the query's dtype.
+  const std::vector<Type> tables =
+      t == Type::kF32 ? std::vector<Type>{t} : std::vector<Type>{Type::kF32, t};
   for (Style style : {Style::kNeox, Style::kInterleaved}) {
     for (const Shape& s : shapes) {
-      if (s.b * (s.hq + s.hk) * s.s * s.d > kMaxElements) continue;
-      const std::string name =
-          std::string("rotary ") + (style == Style::kNeox ? "neox " : "interleaved ") +
-          std::to_string(s.b) + "x" + std::to_string(s.hq) + "/" + std::to_string(s.hk) + "x" +
-          std::to_string(s.s) + "x" + std::to_string(s.d) + " rot" + std::to_string(s.rot) + " " +
-          type_name(t);
-      Pair q({s.b, s.hq, s.s, s.d}, t, 7, 2.0f), k({s.b, s.hk, s.s, s.d}, t, 8, 2.0f);
-      Pair cos({s.s, s.rot / 2}, Type::kF32, 9, 1.0f), sin({s.s, s.rot / 2}, Type::kF32, 10, 1.0f);
-      const backplane::rotary::Tensors host{&q.h, &k.h, &cos.h, &sin.h};
-      const backplane::rotary::Tensors dev{&q.d, &k.d, &cos.d, &sin.d};
-      if (!ok(backplane::rotary::forward_cuda(dev, style, nullptr), name)) continue;
-      check_cuda(cudaDeviceSynchronize(), name.c_str());
-      if (!ok(backplane::rotary::forward_cpu(host, style), name + " (cpu)")) continue;
-      compare(name + " query", q);
-      compare(name + " key", k);
+      for (Type table : tables) {
+        if (s.b * (s.hq + s.hk) * s.s * s.d > kMaxElements) continue;
+        const std::string name =
+            std::string("rotary ") + (style == Style::kNeox ? "neox " : "interleaved ") +
+            std::to_string(s.b) + "x" + std::to_string(s.hq) + "/" + std::to_string(s.hk) + "x" +
+            std::to_string(s.s) + "x" + std::to_string(s.d) + " rot" + std::to_string(s.rot) + " " +
+            type_name(t) + " (" + type_name(table) + " table)";
+        Pair q({s.b, s.hq, s.s, s.d}, t, 7, 2.0f), k({s.b, s.hk, s.s, s.d}, t, 8, 2.0f);
+        Pair cos({s.s, s.rot / 2}, table, 9, 1.0f), sin({s.s, s.rot / 2}, table, 10, 1.0f);
+        const backplane::rotary::Tensors host{&q.h, &k.h, &cos.h, &sin.h};
+        const backplane::rotary::Tensors dev{&q.d, &k.d, &cos.d, &sin.d};
+        if (!ok(backplane::rotary::forward_cuda(dev, style, nullptr), name)) continue;
+        check_cuda(cudaDeviceSynchronize(), name.c_str());
+        if (!ok(backplane::rotary::forward_cpu(host, style), name + " (cpu)")) continue;
+        compare(name + " query", q);
+        compare(name + " key", k);
+      }
     }
   }
 }
