@@ -37,7 +37,16 @@ inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
   return {x, y, z, w};
 }
 
+// Launch errors are kept per host thread, as the CUDA runtime does (cudaGetLastError below).
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+};
+
 namespace backplane::emulator {
+
+inline thread_local cudaError_t last_error = cudaSuccess;
 
 struct Index {
   unsigned x = 0, y = 0, z = 0;
@@ -77,8 +86,10 @@ struct WarpSlots {
 
 struct Block {
   Block(int threads, size_t shared_bytes)
-      : barrier(threads), shared((shared_bytes + 15) / 16 + 1), slots(threads / 32) {
-    for (int w = 0; w < threads / 32; ++w) warp_barriers.push_back(std::make_unique<Barrier>(32));
+      : barrier(threads), shared((shared_bytes + 15) / 16 + 1), slots((threads + 31) / 32) {
+    for (int w = 0; w * 32 < threads; ++w) {  // the last warp may be partial
+      warp_barriers.push_back(std::make_unique<Barrier>(std::min(32, threads - w * 32)));
+    }
   }
   Barrier barrier;
   std::vector<uint4> shared;  // dynamic shared memory, 16-byte aligned
@@ -107,9 +118,16 @@ T* dynamic_shared() {
   return reinterpret_cast<T*>(current->shared.data());
 }
 
-// Runs fn on every thread of every block of the grid.
+// Runs fn on every thread of every block of the grid. A configuration the GPU would refuse
+// (no thread or more than 1024 per block, an empty grid, y or z above 65535) runs nothing and
+// leaves cudaErrorInvalidConfiguration for cudaGetLastError, as a real launch does.
 template <class Fn>
 void launch(Index grid, int threads, size_t shared_bytes, Fn fn) {
+  if (threads < 1 || threads > 1024 || grid.x < 1 || grid.y < 1 || grid.z < 1 ||
+      grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) {
+    last_error = cudaErrorInvalidConfiguration;
+    return;
+  }
   for (unsigned z = 0; z < grid.z; ++z) {
     for (unsigned y = 0; y < grid.y; ++y) {
       for (unsigned x = 0; x < grid.x; ++x) {
@@ -206,20 +224,38 @@ inline float rsqrtf(float x) {
   return 1.0f / std::sqrt(x);
 }
 
-// The runtime: device memory is host memory, launches run to completion before they return
-// (so every stream is in order and synchronizing has nothing to wait for), and no call fails.
+// The runtime: device memory is host memory, and launches run to completion before they return
+// (so every stream is in order and synchronizing has nothing to wait for). Only an allocation
+// or a launch configuration can fail.
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;
-enum cudaError_t { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 inline cudaError_t cudaGetLastError() {
-  return cudaSuccess;
+  const cudaError_t e = backplane::emulator::last_error;
+  backplane::emulator::last_error = cudaSuccess;
+  return e;
 }
 inline const char* cudaGetErrorName(cudaError_t e) {
-  return e == cudaSuccess ? "cudaSuccess" : "cudaErrorMemoryAllocation";
+  switch (e) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+  }
+  return "cudaErrorUnknown";
 }
 inline const char* cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "out of memory";
+  switch (e) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+  }
+  return "unknown error";
 }
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
   *p = std::malloc(bytes == 0 ? 1 : bytes);
