@@ -258,11 +258,14 @@ void RunTyped(const Problem& p) {
                              p.half, c2.get(), s2.get());
             }
           }
-          // Row s's float32 cos and sin (not for pair tables).
-          auto table_row = [&](int64_t s, const char* table0, int64_t stride, const float* copy) {
-            if (kFloatCopy) return copy + (s - s0) * p.half;
-            return reinterpret_cast<const float*>(table0 + (s - s0) * stride * cs);
-          };
+          // Row s0's float32 cos and sin, and the floats from one row to the next (not for pair
+          // tables).
+          const float* const cos_rows =
+              kFloatCopy ? c2.get() : reinterpret_cast<const float*>(cos0);
+          const float* const sin_rows =
+              kFloatCopy ? s2.get() : reinterpret_cast<const float*>(sin0);
+          const int64_t cos_step = kFloatCopy ? p.half : p.cos.stride[1];
+          const int64_t sin_step = kFloatCopy ? p.half : p.sin.stride[1];
           // The first element of head h's row s: `head_rows(h)` + s * its stride.
           auto head_rows = [&](int64_t h, int64_t* seq_stride) {
             const bool key = h >= p.query.heads;
@@ -282,15 +285,15 @@ void RunTyped(const Problem& p) {
                   hwy::Prefetch(next + s * next_stride + at);
               }
               char* x = rows + s * stride;
+              const int64_t r = s - s0;
               if (!interleaved) {
-                NeoxRow<T>(x, table_row(s, cos0, p.cos.stride[1], c2.get()),
-                           table_row(s, sin0, p.sin.stride[1], s2.get()), p.half);
+                NeoxRow<T>(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
               } else if constexpr (kPairRows) {
-                const int64_t t = (s - s0) * 2 * p.half;
-                InterleavedRow<T>(x, c2.get() + t, s2.get() + t, 2 * p.half);
+                InterleavedRow<T>(x, c2.get() + r * 2 * p.half, s2.get() + r * 2 * p.half,
+                                  2 * p.half);
               } else {
-                InterleavedRowEvenOdd(x, table_row(s, cos0, p.cos.stride[1], c2.get()),
-                                      table_row(s, sin0, p.sin.stride[1], s2.get()), 2 * p.half);
+                InterleavedRowEvenOdd(x, cos_rows + r * cos_step, sin_rows + r * sin_step,
+                                      2 * p.half);
               }
             }
           }
