@@ -100,6 +100,7 @@ const NormCase kNormCases[] = {
     {{3, 17}, false, NormCase::kCompact},       {{5, 4096}, false, NormCase::kCompact},
     {{257, 33}, false, NormCase::kCompact},     {{512, 1024}, false, NormCase::kCompact},
     {{2048, 1024}, false, NormCase::kCompact},  // 8 MiB of float32 output: streamed
+    {{4096, 1032}, false, NormCase::kCompact},  // 8 MiB of 16-bit output: streamed
     {{64, 1000}, false, NormCase::kRowPadding}, {{3, 2, 129}, false, NormCase::kPermuted},
     {{9, 31}, false, NormCase::kInPlace},       {{1, 5}, true, NormCase::kCompact},
     {{7, 100}, true, NormCase::kCompact},       {{384, 1024}, true, NormCase::kRowPadding},
@@ -396,19 +397,27 @@ TEST(Bf16Instruction, RoundsLikeThePortableSequence) {
   EXPECT_TRUE(flushed.signbit().eq(portable.masked_select(subnormal).signbit()).all().item<bool>());
 }
 
-// The same cases must hold on one thread and on several (the pool splits big inputs).
+// The same cases must hold on one thread and on several (the pool splits big inputs). A 16-bit
+// row's sum of squares is taken beside the previous row's product, except for the first row of
+// each thread's range: both must sum alike. Rows of 1000 also have a part past the last four
+// whole vectors.
 TEST(Threads, OneThreadGivesTheSameBits) {
-  const at::Tensor x = at::randn({512, 1024});
-  const at::Tensor w = at::randn({1024});
-  const at::Tensor a = at::empty_like(x), b = at::empty_like(x);
-  const TorchView xv(x), wv(w), av(a), bv(b);
-  const int threads = kernels::num_threads();
-  kernels::set_num_threads(1);
-  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, av}, 1e-6).ok());
-  kernels::set_num_threads(4);
-  ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, bv}, 1e-6).ok());
-  kernels::set_num_threads(threads);
-  EXPECT_TRUE(at::equal(a, b));
+  for (at::ScalarType dtype : kDTypes) {
+    for (int64_t hidden : {1024, 1000}) {
+      SCOPED_TRACE(dtype_label(dtype) + " hidden " + std::to_string(hidden));
+      const at::Tensor x = at::randn({512, hidden}).to(dtype);
+      const at::Tensor w = at::randn({hidden}).to(dtype);
+      const at::Tensor a = at::empty_like(x), b = at::empty_like(x);
+      const TorchView xv(x), wv(w), av(a), bv(b);
+      const int threads = kernels::num_threads();
+      kernels::set_num_threads(1);
+      ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, av}, 1e-6).ok());
+      kernels::set_num_threads(4);
+      ASSERT_TRUE(rmsnorm::forward_cpu({xv, wv, nullptr, bv}, 1e-6).ok());
+      kernels::set_num_threads(threads);
+      EXPECT_TRUE(at::equal(a, b));
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The CPU RMSNorm: per row, one pass for the sum of squares (with the residual add, which
 // writes the rounded sum back), one for the scaled product; the row stays in L1 between the
-// two. Rows are split over the shared pool. Compiled once per SIMD target (Highway
-// foreach_target) and dispatched at runtime.
+// two. 16-bit rows without a residual take the next row's sum of squares in the same loop as
+// this row's product (NormRowsOverlapped). Rows are split over the shared pool. Compiled once
+// per SIMD target (Highway foreach_target) and dispatched at runtime.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "rmsnorm/cpu/rmsnorm.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -38,20 +39,24 @@ using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-// The sum of squares of a bfloat16 row's first *done elements (a multiple of 128) by AVX512-BF16's
-// dot product: one vdpbf16ps squares 32 elements and adds them, in pairs, into 16 float32 sums. A
-// bfloat16 square is exact in float32. Inline assembly, as in common/simd-inl.h.
+// AVX512-BF16's dot product of 32 bfloat16 with themselves: one vdpbf16ps squares them and adds
+// them, in pairs, into 16 float32 sums. A bfloat16 square is exact in float32. Inline assembly,
+// as in common/simd-inl.h.
+HWY_INLINE void AddSquaresBf16(const uint16_t* x, __m512& sums) {
+  const __m512i v = _mm512_loadu_si512(x);
+  asm("vdpbf16ps %1, %1, %0" : "+v"(sums) : "v"(v));
+}
+
+// The sum of squares of a bfloat16 row's first *done elements (a multiple of 128).
 HWY_INLINE float DotSquaresBf16(const void* x, int64_t n, int64_t* done) {
   const auto* p = static_cast<const uint16_t*>(x);
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
   for (; i + 128 <= n; i += 128) {
-    const __m512i v0 = _mm512_loadu_si512(p + i), v1 = _mm512_loadu_si512(p + i + 32);
-    const __m512i v2 = _mm512_loadu_si512(p + i + 64), v3 = _mm512_loadu_si512(p + i + 96);
-    asm("vdpbf16ps %1, %1, %0" : "+v"(a0) : "v"(v0));
-    asm("vdpbf16ps %1, %1, %0" : "+v"(a1) : "v"(v1));
-    asm("vdpbf16ps %1, %1, %0" : "+v"(a2) : "v"(v2));
-    asm("vdpbf16ps %1, %1, %0" : "+v"(a3) : "v"(v3));
+    AddSquaresBf16(p + i, a0);
+    AddSquaresBf16(p + i + 32, a1);
+    AddSquaresBf16(p + i + 64, a2);
+    AddSquaresBf16(p + i + 96, a3);
   }
   *done = i;
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
@@ -115,8 +120,25 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
   return dot + hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
 }
 
+// Lanes [at, at + 2N) of x times inv_rms (in s) and the weight, stored in out in LoadTwoF's order.
 // `weight_two`: for bfloat16, the weight's first n - n % 2N elements as float32 in LoadTwoF's
 // order (WeightTwo); unused for other dtypes.
+template <DType T, bool kStream>
+HWY_INLINE void ScaleTwo(DF d, const void* x, const void* weight, const float* weight_two, VF s,
+                         void* out, int64_t at) {
+  VF x0, x1, w0, w1;
+  LoadTwoF<T>(d, x, at, x0, x1);
+  if constexpr (T == DType::kBF16) {
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    w0 = hn::LoadU(d, weight_two + at);
+    w1 = hn::LoadU(d, weight_two + at + N);
+  } else {
+    (void)weight_two;
+    LoadTwoF<T>(d, weight, at, w0, w1);
+  }
+  StoreTwoF<T, kStream>(d, hn::Mul(hn::Mul(x0, s), w0), hn::Mul(hn::Mul(x1, s), w1), out, at);
+}
+
 template <DType T>
 HWY_INLINE void Scale(const void* x, const void* weight, const float* weight_two, float inv_rms,
                       void* out, int64_t n, bool stream, const char* next_row) {
@@ -127,19 +149,8 @@ HWY_INLINE void Scale(const void* x, const void* weight, const float* weight_two
   auto scaled = [&](int64_t at) {
     return hn::Mul(hn::Mul(LoadF<T>(d, x, at), s), LoadF<T>(d, weight, at));
   };
-  // Lanes [at, at + 2N) scaled and stored, in LoadTwoF's order.
   auto scale_two = [&](int64_t at, auto stream_tag) {
-    VF x0, x1, w0, w1;
-    LoadTwoF<T>(d, x, at, x0, x1);
-    if constexpr (T == DType::kBF16) {
-      w0 = hn::LoadU(d, weight_two + at);
-      w1 = hn::LoadU(d, weight_two + at + N);
-    } else {
-      (void)weight_two;
-      LoadTwoF<T>(d, weight, at, w0, w1);
-    }
-    StoreTwoF<T, decltype(stream_tag)::value>(d, hn::Mul(hn::Mul(x0, s), w0),
-                                              hn::Mul(hn::Mul(x1, s), w1), out, at);
+    ScaleTwo<T, decltype(stream_tag)::value>(d, x, weight, weight_two, s, out, at);
   };
   if (stream && StreamAligned<T>(d, out)) {
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
@@ -182,6 +193,116 @@ hwy::AlignedFreeUniquePtr<float[]> WeightTwo(const Problem& p) {
   }
 }
 
+// Adds the squares of lanes [at, at + 2N) of a row into a0 and a1.
+template <DType T>
+HWY_INLINE void AddSquaresTwo(DF d, const void* x, int64_t at, VF& a0, VF& a1) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (T == DType::kBF16) {
+    if (kernels::g_bf16_instruction) {
+      AddSquaresBf16(static_cast<const uint16_t*>(x) + at, a0.raw);
+      return;
+    }
+  }
+#endif
+  VF v0, v1;
+  LoadTwoF<T>(d, x, at, v0, v1);
+  a0 = hn::MulAdd(v0, v0, a0);
+  a1 = hn::MulAdd(v1, v1, a1);
+}
+
+// Adds the squares of lanes [at, at + 4N) of a row into a0..a3.
+template <DType T>
+HWY_INLINE void AddSquaresFour(DF d, const void* x, int64_t at, VF& a0, VF& a1, VF& a2, VF& a3) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  AddSquaresTwo<T>(d, x, at, a0, a1);
+  AddSquaresTwo<T>(d, x, at + 2 * N, a2, a3);
+}
+
+HWY_INLINE float SumOfSums(DF d, VF a0, VF a1, VF a2, VF a3) {
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+// The lanes of an n-wide row that the overlapped loop takes, four vectors at a time.
+HWY_INLINE int64_t FourVectorLanes(int64_t n) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  return n - n % (4 * N);
+}
+
+// A row's sum of squares in the overlapped loop's order: lanes [0, m) four vectors at a time,
+// then the rest by SumSquares. A row sums alike whether it opens a range (here) or is read
+// beside the previous row's product (ScaleWithNext), so the result does not depend on how the
+// rows are split over threads.
+template <DType T>
+HWY_INLINE float OverlappedSquares(const char* x, int64_t n) {
+  const DF d;
+  VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  const int64_t m = FourVectorLanes(n);
+  for (int64_t i = 0; i < m; i += 4 * static_cast<int64_t>(hn::Lanes(d))) {
+    AddSquaresFour<T>(d, x, i, a0, a1, a2, a3);
+  }
+  float sum = SumOfSums(d, a0, a1, a2, a3);
+  if (m < n) sum += SumSquares<T, false>(x + m * kernels::dtype_size(T), nullptr, n - m);
+  return sum;
+}
+
+// Lanes [0, FourVectorLanes(n)) of row x scaled into out, while the same lanes of the next row
+// are squared; returns their sum.
+template <DType T, bool kStream>
+HWY_INLINE float ScaleWithNext(const void* x, const void* weight, const float* weight_two,
+                               float inv_rms, void* out, int64_t n, const void* next_x) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF s = hn::Set(d, inv_rms);
+  VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  const int64_t m = FourVectorLanes(n);
+  for (int64_t i = 0; i < m; i += 4 * N) {
+    AddSquaresFour<T>(d, next_x, i, a0, a1, a2, a3);
+    ScaleTwo<T, kStream>(d, x, weight, weight_two, s, out, i);
+    ScaleTwo<T, kStream>(d, x, weight, weight_two, s, out, i + 2 * N);
+  }
+  return SumOfSums(d, a0, a1, a2, a3);
+}
+
+HWY_INLINE float InvRms(float sum_of_squares, const Problem& p) {
+  const double mean = static_cast<double>(sum_of_squares) / static_cast<double>(p.hidden);
+  return static_cast<float>(1.0 / std::sqrt(mean + p.epsilon));
+}
+
+// For 16-bit rows: each row is scaled in the same loop that reads the next one, so the next
+// row's reads, from memory, overlap this row's conversions and arithmetic, from L1, instead of
+// every row first waiting for its own reads. No software prefetch: with these reads in flight it
+// only took the core's miss buffers. Measured against NormRows interleaved on 2 threads, bfloat16
+// [4096, 4096] took 8-28% less time (medians of 9-11 rounds, four comparisons); float16 came out
+// even, float32 even or slower, so float32 keeps NormRows.
+template <DType T>
+void NormRowsOverlapped(const Problem& p, const float* weight_two, int64_t begin, int64_t end,
+                        bool stream) {
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  const int64_t n = p.hidden, m = FourVectorLanes(n);
+  auto row = [&](const kernels::Rows& t, int64_t r) { return t.data + t.offset(r) * es; };
+  float sum = OverlappedSquares<T>(row(p.input, begin), n);
+  for (int64_t r = begin; r < end; ++r) {
+    const float inv_rms = InvRms(sum, p);
+    const char* x = row(p.input, r);
+    char* out = row(p.output, r);
+    if (r + 1 == end) {
+      Scale<T>(x, p.weight, weight_two, inv_rms, out, n, stream, nullptr);
+      break;
+    }
+    const char* next_x = row(p.input, r + 1);
+    sum = stream && StreamAligned<T>(DF(), out)
+              ? ScaleWithNext<T, true>(x, p.weight, weight_two, inv_rms, out, n, next_x)
+              : ScaleWithNext<T, false>(x, p.weight, weight_two, inv_rms, out, n, next_x);
+    if (m < n) {
+      Scale<T>(x + m * es, static_cast<const char*>(p.weight) + m * es,
+               weight_two ? weight_two + m : nullptr, inv_rms, out + m * es, n - m, stream,
+               nullptr);
+      sum += SumSquares<T, false>(next_x + m * es, nullptr, n - m);
+    }
+  }
+  if (stream) hwy::FlushStream();
+}
+
 template <DType T, bool kResidual>
 void NormRows(const Problem& p, const float* weight_two, int64_t begin, int64_t end, bool stream) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
@@ -190,9 +311,7 @@ void NormRows(const Problem& p, const float* weight_two, int64_t begin, int64_t 
     const char* x = p.input.data + p.input.offset(r) * es;
     char* residual = kResidual ? p.residual.data + p.residual.offset(r) * es : nullptr;
     char* out = p.output.data + p.output.offset(r) * es;
-    const float sum = SumSquares<T, kResidual>(x, residual, p.hidden);
-    const double mean = static_cast<double>(sum) / static_cast<double>(p.hidden);
-    const auto inv_rms = static_cast<float>(1.0 / std::sqrt(mean + p.epsilon));
+    const float inv_rms = InvRms(SumSquares<T, kResidual>(x, residual, p.hidden), p);
     const char* next = r + ahead < end ? p.input.data + p.input.offset(r + ahead) * es : nullptr;
     Scale<T>(kResidual ? residual : x, p.weight, weight_two, inv_rms, out, p.hidden, stream, next);
   }
@@ -211,6 +330,8 @@ void RunTyped(const Problem& p) {
   kernels::parallel_ranges(p.rows, row_bytes, [&](int64_t begin, int64_t end) {
     if (p.residual.data) {
       NormRows<T, true>(p, weight_two.get(), begin, end, stream);
+    } else if constexpr (T != DType::kF32) {
+      NormRowsOverlapped<T>(p, weight_two.get(), begin, end, stream);
     } else {
       NormRows<T, false>(p, weight_two.get(), begin, end, stream);
     }
