@@ -10,6 +10,9 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+#if HWY_ARCH_X86
+#include <xmmintrin.h>  // _mm_prefetch
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -245,17 +248,32 @@ HWY_INLINE float OverlappedSquares(const char* x, int64_t n) {
   return sum;
 }
 
+// Asks for the line at p in L2, not L1: an L1 prefetch holds one of the core's few miss buffers
+// until the line comes.
+HWY_INLINE void PrefetchToL2(const char* p) {
+#if HWY_ARCH_X86
+  _mm_prefetch(p, _MM_HINT_T1);
+#else
+  (void)p;
+#endif
+}
+
 // Lanes [0, FourVectorLanes(n)) of row x scaled into out, while the same lanes of the next row
-// are squared; returns their sum.
+// are squared and those of `later` (or none) are prefetched into L2; returns the squares' sum.
 template <DType T, bool kStream>
 HWY_INLINE float ScaleWithNext(const void* x, const void* weight, const float* weight_two,
-                               float inv_rms, void* out, int64_t n, const void* next_x) {
+                               float inv_rms, void* out, int64_t n, const void* next_x,
+                               const char* later) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const VF s = hn::Set(d, inv_rms);
   VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   const int64_t m = FourVectorLanes(n);
   for (int64_t i = 0; i < m; i += 4 * N) {
+    if (later) {
+      for (int64_t b = i * es; b < (i + 4 * N) * es; b += 64) PrefetchToL2(later + b);
+    }
     AddSquaresFour<T>(d, next_x, i, a0, a1, a2, a3);
     ScaleTwo<T, kStream>(d, x, weight, weight_two, s, out, i);
     ScaleTwo<T, kStream>(d, x, weight, weight_two, s, out, i + 2 * N);
@@ -270,10 +288,12 @@ HWY_INLINE float InvRms(float sum_of_squares, const Problem& p) {
 
 // For 16-bit rows: each row is scaled in the same loop that reads the next one, so the next
 // row's reads, from memory, overlap this row's conversions and arithmetic, from L1, instead of
-// every row first waiting for its own reads. No software prefetch: with these reads in flight it
-// only took the core's miss buffers. Measured against NormRows interleaved on 2 threads, bfloat16
-// [4096, 4096] took 8-28% less time (medians of 9-11 rounds, four comparisons); float16 came out
-// even, float32 even or slower, so float32 keeps NormRows.
+// every row first waiting for its own reads. Measured against NormRows interleaved on 2 threads,
+// bfloat16 [4096, 4096] took 8-28% less time (medians of 9-11 rounds, four comparisons); float16
+// came out even, float32 even or slower, so float32 keeps NormRows. The row after the next is
+// prefetched into L2 only: into L1 (as NormRows does), one or two rows ahead, it was slower than
+// no prefetch at all; into L2, one row ahead, it took about 10% more off in four comparisons of
+// 9-15 rounds and added 7% in a fifth.
 template <DType T>
 void NormRowsOverlapped(const Problem& p, const float* weight_two, int64_t begin, int64_t end,
                         bool stream) {
@@ -290,9 +310,10 @@ void NormRowsOverlapped(const Problem& p, const float* weight_two, int64_t begin
       break;
     }
     const char* next_x = row(p.input, r + 1);
+    const char* later = r + 2 < end ? row(p.input, r + 2) : nullptr;
     sum = stream && StreamAligned<T>(DF(), out)
-              ? ScaleWithNext<T, true>(x, p.weight, weight_two, inv_rms, out, n, next_x)
-              : ScaleWithNext<T, false>(x, p.weight, weight_two, inv_rms, out, n, next_x);
+              ? ScaleWithNext<T, true>(x, p.weight, weight_two, inv_rms, out, n, next_x, later)
+              : ScaleWithNext<T, false>(x, p.weight, weight_two, inv_rms, out, n, next_x, later);
     if (m < n) {
       Scale<T>(x + m * es, static_cast<const char*>(p.weight) + m * es,
                weight_two ? weight_two + m : nullptr, inv_rms, out + m * es, n - m, stream,
