@@ -6,6 +6,9 @@
 //       cos and sin made beforehand as the model's rotary module does
 //   rotary_interleaved/<b>x<heads>x<seq>x<dim>_<dtype>/{backplane,libtorch}  GPT-J's
 //       rotate_every_two on query and key, cos and sin repeated per pair beforehand
+//   roofline/scale_{stream,inplace}/16777216_<dtype>  scale_roofline.hpp's bare loop, y = -x with
+//       the kernels' conversions, over rmsnorm's element count out of place (streamed) and
+//       over rotary's query and key in place: what this CPU gives bfloat16 per byte
 // Threads: BACKPLANE_BENCH_THREADS, default hardware_concurrency(), for both (as attention).
 // Counter `bytes` is what the op must read and write at the least, per second (one pass over
 // each input and output); bench/layer_kernels_report.py divides it by roofline/copy's and
@@ -28,6 +31,7 @@
 #include "common/threads.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 #include "rotary/rotary.hpp"
+#include "scale_roofline.hpp"
 
 #ifdef BACKPLANE_BENCH_LIBTORCH
 #include <ATen/ATen.h>
@@ -289,7 +293,36 @@ void LayerLibTorch(benchmark::State& state, const LayerCase* c) {
 }
 #endif
 
+// n = 2^24: rmsnorm's [4096, 4096], and rotary's query and key of [1, 32, 2048, 128] together.
+void ScaleRoofline(benchmark::State& state, Type type, bool in_place) {
+  layer_threads();
+  constexpr int64_t n = int64_t{1} << 24;
+  Buffer in({n}, type, 1.0f), out({in_place ? 1 : n}, type, 0.0f);
+  void* to = in_place ? in.dl.data : out.dl.data;
+  const bool bf16 = type == Type::kBF16;
+  backplane::bench::scale_roofline(bf16, in.dl.data, to, n, -1.0f);  // -1: values stay as they are
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    backplane::bench::scale_roofline(bf16, in.dl.data, to, n, -1.0f);
+    benchmark::ClobberMemory();
+  }
+  per_iteration(state, t0);
+  state.counters["bytes"] = benchmark::Counter(2.0 * static_cast<double>(n) * (bf16 ? 2 : 4),
+                                               benchmark::Counter::kIsIterationInvariantRate,
+                                               benchmark::Counter::kIs1024);
+  state.counters["threads"] = layer_threads();
+}
+
 [[maybe_unused]] const bool registered = [] {
+  for (const bool in_place : {false, true}) {
+    for (const Type type : {Type::kF32, Type::kBF16}) {
+      const std::string name = std::string("roofline/scale_") + (in_place ? "inplace" : "stream") +
+                               "/16777216_" + (type == Type::kF32 ? "f32" : "bf16");
+      benchmark::RegisterBenchmark(name.c_str(), ScaleRoofline, type, in_place)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
   for (const LayerCase& c : cases()) {
 #ifdef BACKPLANE_BENCH_LIBTORCH
     benchmark::RegisterBenchmark((c.name + "/libtorch").c_str(), LayerLibTorch, &c)

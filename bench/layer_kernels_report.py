@@ -2,7 +2,9 @@
 """Runs backplane-bench's layer-kernel benchmarks (rmsnorm, silu_and_mul, rotary) with
 roofline/copy in one process and prints the kernels/LAYERS.md table: ours, LibTorch, the ratio,
 our bytes per second against the copy roofline's, and for bf16 its bytes per second against
-the float32 case's; PASS/FAIL per goal (>= 60% of copy, >= 1.5x LibTorch, bf16 per byte at
+the float32 case's, beside the same ratio for a bare loop with the same memory pattern
+(roofline/scale_*: y = -x with the kernels' conversions and nothing else, which is what this CPU
+gives bf16 per byte); PASS/FAIL per goal (>= 60% of copy, >= 1.5x LibTorch, bf16 per byte at
 least as fast as float32).
 
     bench/layer_kernels_report.py [--bench build/bin/backplane-bench] [--repetitions 5]
@@ -24,6 +26,11 @@ CASES = [
 ]
 
 
+# The bare loop with each case's memory pattern: output streamed, or updated in place.
+SCALE_PATTERN = {"rmsnorm": "stream", "silu_and_mul": "stream", "rotary": "inplace"}
+SCALE_BYTES = 2.0 * (1 << 24)  # per element size: elements read and written once
+
+
 def bytes_of(base, dtype):
     name, f32_bytes = next(c for c in CASES if c[0] == base)
     if dtype == "f32":
@@ -37,7 +44,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_run_options(p, "build/bin/backplane-bench")
     args = p.parse_args()
-    report = run_bench(args, "^(roofline/copy|rmsnorm|silu_and_mul|rotary)/")
+    report = run_bench(args, "^(roofline/copy/|roofline/scale_|rmsnorm/|silu_and_mul/|rotary/)")
     if args.json:
         write_json(report, args.json)
     t = {name: seconds for name, (seconds, _, _) in medians(report).items()}
@@ -45,9 +52,14 @@ def main():
     threads = next(b["threads"] for b in report["benchmarks"] if "threads" in b)
     print(f"threads {int(threads)}; roofline/copy {copy / 1e9:.1f} GB/s "
           f"(median of {args.repetitions})\n")
+    def bare_ratio(pattern):  # bf16 bytes per second over f32's, same element count
+        f32 = t.get(f"roofline/scale_{pattern}/16777216_f32")
+        bf16 = t.get(f"roofline/scale_{pattern}/16777216_bf16")
+        return (SCALE_BYTES * 2 / bf16) / (SCALE_BYTES * 4 / f32) if f32 and bf16 else None
+
     print("| case | backplane ms | LibTorch ms | vs LibTorch | backplane GB/s | of copy | "
-          "per byte vs f32 | goals |")
-    print("|---|---|---|---|---|---|---|---|")
+          "per byte vs f32 | bare loop per byte | goals |")
+    print("|---|---|---|---|---|---|---|---|---|")
     failed = False
     for base, _ in CASES:
         f32_rate = None
@@ -70,8 +82,10 @@ def main():
             print(f"| `{name}` | {ours * 1e3:.2f} | "
                   f"{torch * 1e3:.2f} | {speedup:.2f}x | " if torch else
                   f"| `{name}` | {ours * 1e3:.2f} | - | - | ", end="")
+            bare = bare_ratio(SCALE_PATTERN[base.split("/")[0]]) if dtype == "bf16" else None
             print(f"{rate / 1e9:.1f} | {fraction:.2f} | "
                   f"{'-' if dtype == 'f32' else f'{rate / f32_rate:.2f}'} | "
+                  f"{'-' if bare is None else f'{bare:.2f}'} | "
                   + ", ".join(f"{g} {'PASS' if ok else 'FAIL'}" for g, ok in goals) + " |")
     return 1 if failed else 0
 
