@@ -293,20 +293,40 @@ void LayerLibTorch(benchmark::State& state, const LayerCase* c) {
 }
 #endif
 
+// Whether each of n elements of `after` is its `before` with the sign flipped: -x, which is
+// exact in both dtypes.
+bool negated(const void* before, const void* after, int64_t n, size_t element_bytes) {
+  const uint32_t sign = element_bytes == 2 ? 0x8000u : 0x80000000u;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t a = 0, b = 0;
+    const size_t at = static_cast<size_t>(i) * element_bytes;
+    std::memcpy(&a, static_cast<const char*>(before) + at, element_bytes);
+    std::memcpy(&b, static_cast<const char*>(after) + at, element_bytes);
+    if ((a ^ b) != sign) return false;
+  }
+  return true;
+}
+
 // n = 2^24: rmsnorm's [4096, 4096], and rotary's query and key of [1, 32, 2048, 128] together.
+// The factor is -1, so values stay as they are however often the loop runs in place.
 void ScaleRoofline(benchmark::State& state, Type type, bool in_place) {
   layer_threads();
   constexpr int64_t n = int64_t{1} << 24;
   Buffer in({n}, type, 1.0f), out({in_place ? 1 : n}, type, 0.0f);
   void* to = in_place ? in.dl.data : out.dl.data;
   const bool bf16 = type == Type::kBF16;
-  backplane::bench::scale_roofline(bf16, in.dl.data, to, n, -1.0f);  // -1: values stay as they are
-  const auto t0 = std::chrono::steady_clock::now();
+  const size_t element_bytes = bf16 ? 2 : 4;
+  const auto* first = static_cast<const char*>(in.dl.data);
+  const std::vector<char> before(first, first + n * static_cast<int64_t>(element_bytes));
+  backplane::bench::scale_roofline(bf16, in.dl.data, to, n, -1.0f);
+  if (!negated(before.data(), to, n, element_bytes)) {
+    state.SkipWithError("roofline/scale: the loop's output is not -input");
+    return;
+  }
   for (auto _ : state) {
     backplane::bench::scale_roofline(bf16, in.dl.data, to, n, -1.0f);
     benchmark::ClobberMemory();
   }
-  per_iteration(state, t0);
   state.counters["bytes"] = benchmark::Counter(2.0 * static_cast<double>(n) * (bf16 ? 2 : 4),
                                                benchmark::Counter::kIsIterationInvariantRate,
                                                benchmark::Counter::kIs1024);

@@ -4,6 +4,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 
 COPY_BYTES = 2.0 * (256 << 20)  # roofline/copy: 256 MiB read + written
 
@@ -31,7 +32,15 @@ def run_bench(args, benchmark_filter):
     if args.threads:
         env["BACKPLANE_BENCH_THREADS"] = str(args.threads)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out)
+    report = json.loads(out)
+    # Google Benchmark exits 0 when a benchmark fails: say which, and why, once per name.
+    failed = {}
+    for b in report["benchmarks"]:
+        if b.get("error_occurred"):
+            failed.setdefault(b.get("run_name", b["name"]), b.get("error_message", ""))
+    for name, message in failed.items():
+        print(f"{name}: failed: {message}", file=sys.stderr)
+    return report
 
 
 def write_json(report, path):
