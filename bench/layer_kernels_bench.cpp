@@ -327,7 +327,7 @@ void ScaleRoofline(benchmark::State& state, Type type, bool in_place) {
     backplane::bench::scale_roofline(bf16, in.dl.data, to, n, -1.0f);
     benchmark::ClobberMemory();
   }
-  state.counters["bytes"] = benchmark::Counter(2.0 * static_cast<double>(n) * (bf16 ? 2 : 4),
+  state.counters["bytes"] = benchmark::Counter(2.0 * static_cast<double>(n * element_bytes),
                                                benchmark::Counter::kIsIterationInvariantRate,
                                                benchmark::Counter::kIs1024);
   state.counters["threads"] = layer_threads();
