@@ -41,44 +41,14 @@ using kernels::HWY_NAMESPACE::StreamF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-// AVX512-BF16's dot product of 32 bfloat16 with themselves: one vdpbf16ps squares them and adds
-// them, in pairs, into 16 float32 sums. A bfloat16 square is exact in float32. Inline assembly,
-// as in common/simd-inl.h.
-HWY_INLINE void AddSquaresBf16(const uint16_t* x, __m512& sums) {
-  const __m512i v = _mm512_loadu_si512(x);
-  asm("vdpbf16ps %1, %1, %0" : "+v"(sums) : "v"(v));
-}
-
-// The sum of squares of a bfloat16 row's first *done elements (a multiple of 128).
-HWY_INLINE float DotSquaresBf16(const void* x, int64_t n, int64_t* done) {
-  const auto* p = static_cast<const uint16_t*>(x);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  int64_t i = 0;
-  for (; i + 128 <= n; i += 128) {
-    AddSquaresBf16(p + i, a0);
-    AddSquaresBf16(p + i + 32, a1);
-    AddSquaresBf16(p + i + 64, a2);
-    AddSquaresBf16(p + i + 96, a3);
-  }
-  *done = i;
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-#endif
-
-// Sum of squares of x (or of the rounded x + residual, stored into residual).
+// Sum of squares of x (or of the rounded x + residual, stored into residual). Without a residual
+// a 16-bit row comes here only for the part past the overlapped loop's blocks of four vectors.
 template <DType T, bool kResidual>
 HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   int64_t i = 0;
-  float dot = 0.0f;
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if constexpr (T == DType::kBF16 && !kResidual) {
-    if (kernels::g_bf16_instruction) dot = DotSquaresBf16(x, n, &i);
-  }
-#endif
   auto value = [&](const void* xs, void* rs, int64_t at) {
     if constexpr (kResidual) {
       const VF v = RoundTo<T>(d, hn::Add(LoadF<T>(d, xs, at), LoadF<T>(d, rs, at)));
@@ -120,7 +90,7 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
     a1 = hn::MulAdd(v, v, a1);
     if (kResidual) rt.store(residual, i, n - i);
   }
-  return dot + hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
 }
 
 // Lanes [at, at + 2N) of x times inv_rms (in s) and the weight, stored in out in LoadTwoF's order.
@@ -196,13 +166,16 @@ hwy::AlignedFreeUniquePtr<float[]> WeightTwo(const Problem& p) {
   }
 }
 
-// Adds the squares of lanes [at, at + 2N) of a row into a0 and a1.
+// Adds the squares of lanes [at, at + 2N) of a row into a0 and a1. For bfloat16 where the CPU
+// has AVX512-BF16, one vdpbf16ps squares all 32 and adds them, in pairs, into a0's 16 float32
+// sums (a bfloat16 square is exact in float32). Inline assembly, as in common/simd-inl.h.
 template <DType T>
 HWY_INLINE void AddSquaresTwo(DF d, const void* x, int64_t at, VF& a0, VF& a1) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if constexpr (T == DType::kBF16) {
     if (kernels::g_bf16_instruction) {
-      AddSquaresBf16(static_cast<const uint16_t*>(x) + at, a0.raw);
+      const __m512i v = _mm512_loadu_si512(static_cast<const uint16_t*>(x) + at);
+      asm("vdpbf16ps %1, %1, %0" : "+v"(a0.raw) : "v"(v));
       return;
     }
   }
