@@ -187,11 +187,12 @@ std::string LockFile::dump() const {
   return json{{"format", kLockFormat}, {"kernels", kernels}}.dump(2) + "\n";
 }
 
-std::vector<std::string> lock_differences(const LockedVariant& locked, const VariantDigest& found) {
+std::vector<std::string> file_differences(const std::map<std::string, std::string>& expected,
+                                          const VariantDigest& found) {
   std::vector<std::string> out;
   std::map<std::string, std::string> present;
   for (const FileDigest& f : found.files) present[f.path] = f.sha256;
-  for (const auto& [path, hash] : locked.files) {
+  for (const auto& [path, hash] : expected) {
     auto it = present.find(path);
     if (it == present.end()) {
       out.push_back(path + ": missing (locked " + hash + ")");
@@ -200,8 +201,13 @@ std::vector<std::string> lock_differences(const LockedVariant& locked, const Var
     }
   }
   for (const auto& [path, hash] : present) {
-    if (!locked.files.count(path)) out.push_back(path + ": not in the lock (found " + hash + ")");
+    if (!expected.count(path)) out.push_back(path + ": not in the lock (found " + hash + ")");
   }
+  return out;
+}
+
+std::vector<std::string> lock_differences(const LockedVariant& locked, const VariantDigest& found) {
+  std::vector<std::string> out = file_differences(locked.files, found);
   if (out.empty() && locked.sha256 != found.sha256) {
     out.push_back("the variant digest differs (locked " + locked.sha256 + ", found " +
                   found.sha256 + ") although every file matches");

@@ -163,13 +163,13 @@ void check_lock_and_trust(const InstalledPackage& package, const std::string& va
   const LockedRepo* locked = options.lock != nullptr ? options.lock->find(package.repo) : nullptr;
   const std::string lock_name = options.lock_source.empty() ? "kernels.lock" : options.lock_source;
   if (locked == nullptr) {
-    if (options.trust.trusts(package.repo)) return;
-    throw PackageError(
-        "kernel package " + id + "@" + package.revision + " is not locked" +
-        (options.lock != nullptr ? " in " + lock_name : std::string()) +
-        " and its publisher is not trusted (trusted: " + options.trust.str() +
-        "); lock it (kernel-hub lock), trust it (BACKPLANE_TRUSTED_KERNELS=" + package.repo.org +
-        " or " + id + "), or allow every publisher (BACKPLANE_TRUSTED_KERNELS=*)");
+    const TrustDecision trust =
+        options.trust.decide(package.repo, variant, package.folder / "build" / variant);
+    if (trust.trusted) return;
+    throw PackageError("kernel package " + id + "@" + package.revision + " (" + variant + ") " +
+                       trust.reason +
+                       (options.lock != nullptr ? "; " + lock_name + " does not list it"
+                                                : std::string()));
   }
   if (locked->revision != package.revision) {
     throw IntegrityError(lock_name + " locks " + id + " at revision " + locked->revision +

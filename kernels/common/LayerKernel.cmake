@@ -212,5 +212,35 @@ ${layers_json}
 }
 ")
     add_dependencies(backplane_kernel_packages ${target})
+    set_property(GLOBAL APPEND PROPERTY BACKPLANE_KERNEL_PACKAGE_VARIANTS
+                 "backplane/${arg_NAME}=${out_dir}")
+    set_property(GLOBAL APPEND PROPERTY BACKPLANE_KERNEL_PACKAGE_TARGETS ${target})
   endforeach()
+endfunction()
+
+# The list of packages this build produced, with every file's hash (hub/README.md, "Trust and
+# locks when loading"), beside libbackplane-hub: <lib>/backplane/trusted-packages.json. Call
+# once, after every backplane_kernel_package().
+function(backplane_trusted_packages_list)
+  get_property(variants GLOBAL PROPERTY BACKPLANE_KERNEL_PACKAGE_VARIANTS)
+  get_property(targets GLOBAL PROPERTY BACKPLANE_KERNEL_PACKAGE_TARGETS)
+  if(NOT variants)
+    return()
+  endif()
+  # The build tree keeps libraries in lib/ whatever CMAKE_INSTALL_LIBDIR is.
+  set(output ${PROJECT_BINARY_DIR}/lib/backplane/trusted-packages.json)
+  set(metadata "")
+  foreach(entry ${variants})
+    string(REGEX REPLACE "^[^=]*=" "" folder "${entry}")
+    list(APPEND metadata ${folder}/metadata.json)
+  endforeach()
+  set(script ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/write_trusted_packages.cmake)
+  add_custom_command(OUTPUT ${output}
+    COMMAND ${CMAKE_COMMAND} -DOUTPUT=${output} "-DPACKAGES=${variants}" -P ${script}
+    DEPENDS ${targets} ${metadata} ${script}
+    COMMENT "Hashing the in-tree kernel packages into ${output}"
+    VERBATIM)
+  add_custom_target(backplane_trusted_packages ALL DEPENDS ${output})
+  add_dependencies(backplane_kernel_packages backplane_trusted_packages)
+  install(FILES ${output} DESTINATION ${CMAKE_INSTALL_LIBDIR}/backplane COMPONENT hub)
 endfunction()

@@ -76,6 +76,12 @@ TEST_F(KernelHubCli, InstallListShowResolveLockVerifyRemove) {
   EXPECT_EQ(v["license"], "Apache-2.0");
   EXPECT_EQ(v["functions"][0]["op"], "scale");
   EXPECT_EQ(v["layers"][0]["name"], "Scale");
+  EXPECT_EQ(v["trust"]["without_lock"], false);
+  r = run("show acme/scale", "BACKPLANE_TRUSTED_KERNELS=acme");
+  EXPECT_NE(r.out.find("    loads without a lock: yes, its publisher is trusted by name (acme); "
+                       "the name is the one its metadata.json gives\n"),
+            std::string::npos)
+      << r.out;
 
   // resolve: the variant and why; with --load the library registers its kernel, but only when
   // the publisher is trusted or the package is locked.
@@ -166,6 +172,30 @@ TEST_F(KernelHubCli, ExitCodesSayWhatWentWrong) {
     EXPECT_EQ(r.rc, c.rc) << r.out << r.err;
     EXPECT_NE(r.err.find(c.err), std::string::npos) << r.err;
   }
+}
+
+TEST_F(KernelHubCli, APackageClaimingTheProjectOrgIsNotTrustedForItsName) {
+  // The test package is not one this build produced, whatever org it names.
+  const std::filesystem::path package = folder_.path() / "src";
+  testing::write_variant(package, variant_, HUB_TEST_PACKAGE_GOOD,
+                         testing::test_metadata("backplane/evil"));
+  ASSERT_EQ(run("install " + quoted(package)).rc, 0);
+  Result r = run("resolve backplane/evil --device cpu --load");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("kernel package backplane/evil@main (" + variant_ +
+                       ") claims the publisher 'backplane', which is trusted only for the "
+                       "packages this build produced"),
+            std::string::npos)
+      << r.err;
+  r = run("show backplane/evil");
+  EXPECT_NE(r.out.find("    loads without a lock: no, it claims the publisher 'backplane'"),
+            std::string::npos)
+      << r.out;
+  r = run("resolve backplane/evil --device cpu --load", "BACKPLANE_TRUSTED_KERNELS=backplane");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("BACKPLANE_TRUSTED_KERNELS: 'backplane' cannot be trusted by name"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(KernelHubCli, ResolveExplainsWhyNothingFits) {

@@ -115,14 +115,14 @@ TEST(DefaultStoreRoot, FollowsTheVariablesInOrder) {
   }
 }
 
-TEST(TrustPolicy, TrustsTheProjectOrgByDefaultAndWhatTheUserAdds) {
+TEST(TrustPolicy, TrustsByNameOnlyWhatTheUserAddsAndNeverTheProjectOrg) {
   struct Case {
     const char* variable;  // BACKPLANE_TRUSTED_KERNELS; nullptr: unset
     const char* repo;
     bool trusted;
   };
   const Case cases[] = {
-      {nullptr, "backplane/rmsnorm", true},
+      {nullptr, "backplane/rmsnorm", false},  // by its hashes only: TrustPolicy::decide
       {nullptr, "kernels-community/activation", false},
       {"kernels-community", "kernels-community/activation", true},
       {"kernels-community", "kernels-communityx/activation", false},
@@ -142,7 +142,7 @@ TEST(TrustPolicy, TrustsTheProjectOrgByDefaultAndWhatTheUserAdds) {
     }
     EXPECT_EQ(TrustPolicy::from_environment().trusts(RepoId::parse(c.repo, "test")), c.trusted);
   }
-  for (const char* bad : {"org/", "a/b/c", "-x", "org/repo/"}) {
+  for (const char* bad : {"org/", "a/b/c", "-x", "org/repo/", "backplane", "backplane/evil"}) {
     SCOPED_TRACE(bad);
     env.set("BACKPLANE_TRUSTED_KERNELS", bad);
     try {

@@ -35,6 +35,18 @@ class StoreTest : public ::testing::Test {
     testing::write_variant(package, variant_, HUB_TEST_PACKAGE_GOOD, metadata);
     return package;
   }
+  // Load options that trust `repo` at `revision` as a package this build produced: its
+  // installed files are the ones listed.
+  LoadOptions as_built(const std::string& repo, const std::string& revision = "main") const {
+    auto own = std::make_shared<TrustedPackages>();
+    const VariantDigest digest =
+        digest_variant(store_root() / repo / revision / "build" / variant_);
+    for (const FileDigest& f : digest.files) own->repos[repo][variant_][f.path] = f.sha256;
+    own->source = "test";
+    LoadOptions options;
+    options.trust.own_packages = own;
+    return options;
+  }
   std::filesystem::path store_root() const { return store_.path() / "store"; }
   Store store(LocalKernels local = {}) const { return Store(store_root(), std::move(local)); }
   SystemFacts host() const { return SystemFacts::host(); }
@@ -271,7 +283,7 @@ TEST_F(StoreTest, InstallsArchivesWithOrWithoutATopFolder) {
                                                         "build/" + variant_ + "/libscale.so",
                                                         "build/" + variant_ + "/metadata.json"}));
     // And what was installed loads.
-    LoadOptions load;
+    LoadOptions load = as_built("backplane/scale", name);
     load.revision = name;
     EXPECT_EQ(store().load(RepoId{"backplane", "scale"}, host(), load).kernels().size(), 1u);
   }
@@ -291,8 +303,9 @@ TEST_F(StoreTest, LoadingFollowsTheLockAndTrustRules) {
     store().load(acme, host(), options);
     ADD_FAILURE() << "loaded";
   } catch (const PackageError& e) {
-    EXPECT_NE(std::string(e.what()).find("acme/scale@main is not locked and its publisher is "
-                                         "not trusted (trusted: backplane)"),
+    EXPECT_NE(std::string(e.what()).find("acme/scale@main (" + variant_ +
+                                         ") is not locked and its publisher is not trusted "
+                                         "(trusted by name: no publisher)"),
               std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("BACKPLANE_TRUSTED_KERNELS=acme"), std::string::npos);
@@ -344,11 +357,72 @@ TEST_F(StoreTest, LoadingFollowsTheLockAndTrustRules) {
   }
 }
 
+TEST_F(StoreTest, TheProjectOrgIsTrustedByTheHashesOfThisBuildNotByName) {
+  store().install(make_package("scale", "backplane/scale"));
+  const RepoId scale{"backplane", "scale"};
+  const LoadOptions built = as_built("backplane/scale");
+  EXPECT_EQ(store().load(scale, host(), built).kernels().size(), 1u);
+  const TrustDecision yes = built.trust.decide(
+      scale, variant_, store_root() / "backplane/scale/main/build" / variant_);
+  EXPECT_TRUE(yes.trusted);
+  EXPECT_NE(yes.reason.find("its files are exactly those of backplane/scale"), std::string::npos)
+      << yes.reason;
+
+  // The same package claiming another name of the trusted org, and a one-byte change: both
+  // refused, naming the claim and what would be accepted.
+  store().install(make_package("evil", "backplane/evil"));
+  const std::filesystem::path variant_folder = store_root() / "backplane/scale/main/build" / variant_;
+  std::string bytes = testing::read_file(variant_folder / "metadata.json");
+  bytes += " ";
+  for (int round = 0; round < 2; ++round) {
+    const RepoId repo = round == 0 ? RepoId{"backplane", "evil"} : scale;
+    if (round == 1) testing::write_file(variant_folder / "metadata.json", bytes);
+    for (bool user_trusts_repo : {false, true}) {
+      LoadOptions options = built;
+      if (user_trusts_repo) options.trust.add("acme", "test");  // another org: no effect
+      try {
+        store().load(repo, host(), options);
+        ADD_FAILURE() << repo.str() << " loaded";
+      } catch (const PackageError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("kernel package " + repo.str() + "@main (" + variant_ +
+                            ") claims the publisher 'backplane', which is trusted only for the "
+                            "packages this build produced, by their files' hashes "
+                            "(backplane/scale)"),
+                  std::string::npos)
+            << what;
+        EXPECT_NE(what.find("when locked (kernel-hub lock)"), std::string::npos) << what;
+        if (round == 1) {
+          EXPECT_NE(what.find("its files differ from the one this build produced: metadata.json: "
+                              "content differs"),
+                    std::string::npos)
+              << what;
+        }
+      }
+    }
+  }
+  // A lock, or every publisher allowed, is what the user can give instead.
+  LoadOptions all = built;
+  all.trust.add("*", "test");
+  EXPECT_EQ(store().load(RepoId{"backplane", "evil"}, host(), all).kernels().size(), 1u);
+  LockFile lock;
+  lock.repos["backplane/evil"] = LockedRepo{
+      "main",
+      {{variant_, to_locked(digest_variant(store_root() / "backplane/evil/main/build" / variant_))}}};
+  LoadOptions locked = built;
+  locked.lock = &lock;
+  EXPECT_EQ(store().load(RepoId{"backplane", "evil"}, host(), locked).kernels().size(), 1u);
+  // No list of this build's packages: nothing of the org loads unlocked.
+  LoadOptions none;
+  none.trust.own_packages = nullptr;
+  EXPECT_FALSE(none.trust.decide(scale, variant_, variant_folder).trusted);
+}
+
 TEST_F(StoreTest, LoadingForADeviceChecksTheArchs) {
   store().install(make_package("scale", "backplane/scale", {{"archs", {"riscv64"}}}));
   DeviceInfo cpu;
   cpu.arch = SystemFacts::host().cpu;
-  LoadOptions options;
+  LoadOptions options = as_built("backplane/scale");
   EXPECT_EQ(store().load(RepoId{"backplane", "scale"}, host(), options).kernels().size(), 1u);
   options.device = &cpu;
   try {

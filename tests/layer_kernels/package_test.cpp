@@ -3,9 +3,15 @@
 // each kernel called through the plugin ABI and compared with the library called directly;
 // bad arguments come back as the kernel's status message.
 #include <gtest/gtest.h>
+#include <backplane/hub/errors.hpp>
 #include <backplane/hub/package.hpp>
+#include <backplane/hub/store.hpp>
+
+#include <stdlib.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,62 @@ hub::LoadedPackage load(const std::string& name) {
 testing::OwnedTensor stepped(std::vector<int64_t> dims, float step) {
   return testing::OwnedTensor(
       std::move(dims), [step](int64_t i) { return static_cast<float>(i % 13) * step - 1.0f; });
+}
+
+// A store in a fresh temporary folder, removed with it.
+class TemporaryStore {
+ public:
+  TemporaryStore() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "bp-store-XXXXXX").string();
+    root_ = ::mkdtemp(pattern.data());
+  }
+  ~TemporaryStore() {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  std::filesystem::path root_;
+};
+
+TEST(KernelPackages, LoadWithoutALockAsThisBuildMadeThemAndNotUnderAnotherName) {
+  TemporaryStore temporary;
+  const hub::Store store(temporary.root() / "store");
+  store.install(std::string(PACKAGES_DIR) + "/backplane/rmsnorm");
+  const hub::SystemFacts host = hub::SystemFacts::host();
+  EXPECT_EQ(store.load(hub::RepoId{"backplane", "rmsnorm"}, host).kernels().size(), 1u);
+
+  // The same package copied with another name in the trusted org, installed from elsewhere.
+  const std::filesystem::path copy = temporary.root() / "copy";
+  std::filesystem::copy(std::string(PACKAGES_DIR) + "/backplane/rmsnorm", copy,
+                        std::filesystem::copy_options::recursive);
+  const std::filesystem::path metadata = copy / "build" / CPU_VARIANT / "metadata.json";
+  std::string text;
+  {
+    std::ifstream in(metadata);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string from = "\"repo_id\": \"backplane/rmsnorm\"";
+  ASSERT_NE(text.find(from), std::string::npos) << text;
+  text.replace(text.find(from), from.size(), "\"repo_id\": \"backplane/evil\"");
+  std::ofstream(metadata) << text;
+  for (const auto& entry : std::filesystem::directory_iterator(copy / "build")) {
+    if (entry.path().filename() != CPU_VARIANT) std::filesystem::remove_all(entry.path());
+  }
+  store.install(copy);  // only the cpu variant is left
+  try {
+    store.load(hub::RepoId{"backplane", "evil"}, host);
+    ADD_FAILURE() << "backplane/evil loaded without a lock";
+  } catch (const hub::PackageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("kernel package backplane/evil@main (" + std::string(CPU_VARIANT) +
+                        ") claims the publisher 'backplane', which is trusted only for the "
+                        "packages this build produced"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("backplane/rmsnorm"), std::string::npos) << what;
+  }
 }
 
 TEST(KernelPackages, RegisterWhatTheirMetadataDeclares) {

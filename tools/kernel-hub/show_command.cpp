@@ -21,8 +21,25 @@ json function_json(const backplane::hub::PackageFunction& f) {
   return j;
 }
 
-json variant_json(const backplane::hub::InstalledPackage& p, const std::string& variant) {
-  json j = {{"variant", variant}};
+// Whether the variant loads without a lock under BACKPLANE_TRUSTED_KERNELS, and why.
+json trust_json(const backplane::hub::InstalledPackage& p, const std::string& variant,
+                const backplane::hub::TrustPolicy& policy) {
+  if (p.local) {
+    return {{"without_lock", true},
+            {"reason", "a local folder (BACKPLANE_LOCAL_KERNELS) is the user's own"}};
+  }
+  try {
+    const backplane::hub::TrustDecision d =
+        policy.decide(p.repo, variant, p.folder / "build" / variant);
+    return {{"without_lock", d.trusted}, {"reason", d.reason}};
+  } catch (const backplane::Error& e) {
+    return {{"without_lock", false}, {"reason", std::string("cannot be checked: ") + e.what()}};
+  }
+}
+
+json variant_json(const backplane::hub::InstalledPackage& p, const std::string& variant,
+                  const backplane::hub::TrustPolicy& policy) {
+  json j = {{"variant", variant}, {"trust", trust_json(p, variant, policy)}};
   try {
     const auto m = backplane::hub::read_metadata(p.folder / "build" / variant / "metadata.json");
     json functions = json::array(), layers = json::array();
@@ -49,6 +66,10 @@ json variant_json(const backplane::hub::InstalledPackage& p, const std::string& 
 
 void print_variant(const json& v) {
   std::cout << "  " << v["variant"].get<std::string>() << "\n";
+  const json& trust = v["trust"];
+  std::cout << "    loads without a lock: "
+            << (trust["without_lock"].get<bool>() ? "yes, " : "no, it ")
+            << trust["reason"].get<std::string>() << "\n";
   if (!v["error"].is_null()) {
     std::cout << "    error: " << v["error"].get<std::string>() << "\n";
     return;
@@ -95,10 +116,11 @@ int run_show(const std::vector<std::string>& args) {
     throw backplane::NotFound(repo.str() + " is not installed in the kernel store " +
                               store.root().string());
   }
+  const backplane::hub::TrustPolicy policy = backplane::hub::TrustPolicy::from_environment();
   json revisions = json::array();
   for (const auto& p : found) {
     json variants = json::array();
-    for (const std::string& v : p.variants) variants.push_back(variant_json(p, v));
+    for (const std::string& v : p.variants) variants.push_back(variant_json(p, v, policy));
     revisions.push_back({{"revision", p.revision},
                          {"folder", p.folder.string()},
                          {"local", p.local},

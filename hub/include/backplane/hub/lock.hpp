@@ -58,6 +58,11 @@ struct BACKPLANE_API LockFile {
 BACKPLANE_API std::vector<std::string> lock_differences(const LockedVariant& locked,
                                                         const VariantDigest& found);
 
+// The same for a set of expected file hashes alone (path -> "sha256:<hex>"): every file there
+// and no other. Equal files make an equal variant digest, so this proves as much.
+BACKPLANE_API std::vector<std::string> file_differences(
+    const std::map<std::string, std::string>& expected, const VariantDigest& found);
+
 // A LockedVariant from a digest.
 BACKPLANE_API LockedVariant to_locked(const VariantDigest& digest);
 

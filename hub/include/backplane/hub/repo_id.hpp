@@ -11,7 +11,8 @@ namespace backplane::hub {
 
 // The revision used when none is given (the Hub's default branch).
 inline constexpr const char* kDefaultRevision = "main";
-// The organization of this project's own kernel packages; trusted by default.
+// The organization of this project's own kernel packages: trusted only for the packages this
+// build produced, by their hashes (trust.hpp), never by name.
 inline constexpr const char* kProjectOrg = "backplane";
 
 struct BACKPLANE_API RepoId {

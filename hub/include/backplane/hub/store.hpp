@@ -117,7 +117,9 @@ class BACKPLANE_API Store {
   // Resolves the variant for `system` and loads it, if the lock or the trust policy allows:
   //   - the repo is in the lock: the revision must be the locked one and the variant's files
   //     must match its hashes (IntegrityError naming the lock, the package and the file);
-  //   - not in the lock: its publisher must be trusted (PackageError saying how to trust it);
+  //   - not in the lock: options.trust.decide must trust it (a package this build produced, by
+  //     its files' hashes; a publisher the user trusts by name): else PackageError saying why
+  //     and how to lock or trust it;
   //   - a local folder (BACKPLANE_LOCAL_KERNELS) is the user's own and loads unchecked.
   // No fitting variant: NotFound with no_variant_message. With options.device, a variant
   // built for other archs (metadata "archs") is refused with PackageError.
