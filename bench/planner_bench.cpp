@@ -43,7 +43,7 @@ void plan(benchmark::State& state, const char* strategy) {
   size_t entries = 0;
   for (auto _ : state) {
     const backplane::DevicePlan p =
-        backplane::plan_device_map(model, request, std::nullopt, std::nullopt, hardware);
+        backplane::plan_device_map(model, request, hardware);
     entries = p.device_map.size();
     benchmark::DoNotOptimize(entries);
   }

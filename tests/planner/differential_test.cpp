@@ -9,6 +9,12 @@
 // One difference is expected and counted: with a "disk" key in max_memory, Accelerate's own
 // get_balanced_memory raises (it resolves every key with torch.device, and "disk" is none);
 // the planner counts disk out and plans.
+//
+// The "accelerate-loaded" cases (a half-precision model, dtype=float32) are compared with
+// Accelerate's planning of the model as load_checkpoint_in_model leaves it (weights converted to
+// float32). Accelerate's own map for those ("accelerate_own") sizes the weights at their half
+// precision and overfills; the test counts where the two differ and requires the plan to say
+// so in its notes.
 #include <backplane/device_map.hpp>
 #include <backplane/error.hpp>
 #include <backplane/model.hpp>
@@ -90,6 +96,8 @@ struct Outcome {
   int compared = 0;
   int errors_matched = 0;
   int documented_differences = 0;
+  int loaded_cases = 0;         // a half-precision model planned with dtype=float32
+  int accelerate_overfills = 0;  // of those, where Accelerate's own map differs from the plan
   std::vector<std::string> mismatches;
   std::set<std::string> models, strategies, budgets, dtypes;
 };
@@ -143,7 +151,7 @@ void run_case(const json& c, const backplane::ModelDescription& model, Outcome& 
     const std::string error = expected.at("error").get<std::string>();
     const bool disk_key_crash = error.rfind("RuntimeError: Expected one of", 0) == 0;
     try {
-      backplane::plan_device_map(model, strategy, max_memory, dtype, hardware, rules);
+      backplane::plan_device_map(model, strategy, hardware, {max_memory, dtype, rules});
       if (disk_key_crash) {
         ++outcome.documented_differences;
       } else {
@@ -161,7 +169,7 @@ void run_case(const json& c, const backplane::ModelDescription& model, Outcome& 
   }
   backplane::DevicePlan plan;
   try {
-    plan = backplane::plan_device_map(model, strategy, max_memory, dtype, hardware, rules);
+    plan = backplane::plan_device_map(model, strategy, hardware, {max_memory, dtype, rules});
   } catch (const std::exception& e) {
     outcome.mismatches.push_back(describe(c) + ": planner raised " + e.what());
     return;
@@ -171,6 +179,16 @@ void run_case(const json& c, const backplane::ModelDescription& model, Outcome& 
     want[e[0].get<std::string>()] = python_device(e[1]);
   std::map<std::string, std::string> got;
   for (const auto& [name, target] : plan.device_map) got[name] = target.str();
+  if (c.contains("accelerate_own")) {
+    ++outcome.loaded_cases;
+    if (plan.notes.empty()) outcome.mismatches.push_back(describe(c) + ": no note on the upcast");
+    const json& own = c.at("accelerate_own");
+    std::map<std::string, std::string> own_map;
+    if (own.contains("device_map")) {
+      for (const json& e : own.at("device_map")) own_map[e[0].get<std::string>()] = python_device(e[1]);
+    }
+    if (own_map != want) ++outcome.accelerate_overfills;
+  }
   if (want != got) {
     std::string text = describe(c) + "\n    expected:";
     for (const auto& [k, v] : want) text += " " + k + "=" + v;
@@ -206,11 +224,16 @@ void check(const Outcome& outcome) {
   EXPECT_GE(outcome.compared, 5000);
   EXPECT_GE(outcome.errors_matched, 100);
   EXPECT_GE(outcome.documented_differences, 100);
+  EXPECT_GE(outcome.loaded_cases, 500);
+  EXPECT_GE(outcome.accelerate_overfills, 50);
   std::cout << "[ planner  ] " << outcome.compared
             << " cases: " << outcome.compared - static_cast<int>(outcome.mismatches.size())
             << " agree (" << outcome.errors_matched << " errors where Python fails), "
             << outcome.documented_differences
             << " with a disk key where Accelerate's get_balanced_memory raises; "
+            << outcome.loaded_cases << " half-precision models loaded as float32, "
+            << outcome.accelerate_overfills
+            << " of them where Accelerate's own map (half-precision sizes) would differ; "
             << outcome.models.size() << " models, " << outcome.strategies.size()
             << " rule:strategy pairs, " << outcome.budgets.size() << " budget kinds, "
             << outcome.dtypes.size() << " dtype overrides\n";
@@ -249,9 +272,9 @@ TEST(DeviceMapDifferential, ModelSizes) {
   for (const auto& [id, model] : data.at("models").items()) {
     const bool accelerate = id.find("/accelerate") != std::string::npos;
     const backplane::DevicePlan plan = backplane::plan_device_map(
-        from_tree(model), backplane::parse_device_map("sequential"),
-        backplane::MaxMemory::parse("cpu=1"), std::nullopt, backplane::PlanHardware{},
-        accelerate ? backplane::PlanRules::kAccelerate : backplane::PlanRules::kFromPretrained);
+        from_tree(model), backplane::parse_device_map("sequential"), backplane::PlanHardware{},
+        {backplane::MaxMemory::parse("cpu=1"), std::nullopt,
+         accelerate ? backplane::PlanRules::kAccelerate : backplane::PlanRules::kFromPretrained});
     EXPECT_EQ(plan.model_size, model.at("model_size").get<uint64_t>()) << id;
     ++compared;
   }

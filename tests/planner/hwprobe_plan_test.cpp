@@ -109,8 +109,55 @@ TEST(HwprobePlan, DeviceStringIndexAndDtype) {
   j = plan_json({"--config", kLlama70b, "--device-map", "5", "--sim", "h100x8"});
   EXPECT_EQ(j.at("device_map"), json::parse(R"({"": 5})"));
   // float32 doubles the parameters; the float32 buffers stay 512 B.
-  j = plan_json({"--config", kLlama70b, "--device-map", "cuda:0", "--dtype", "float32"});
+  j = plan_json(
+      {"--config", kLlama70b, "--device-map", "cuda:0", "--dtype", "float32", "--sim", "h100x8"});
   EXPECT_EQ(j.at("model_size"), 2 * (141107413504ull - 512) + 512);
+  EXPECT_EQ(j.at("placed")[0].at("label"), "cuda:0");
+  EXPECT_EQ(j.at("notes"), json::array());
+}
+
+TEST(HwprobePlan, AnExplicitMapLabelsWhatItsEmptyKeyTakes) {
+  const TinyConfig config;
+  ProcessResult r = hwprobe({"--config", config.path(), "--device-map",
+                             R"({"": "cpu", "model.layers.0": 0})", "--sim", "h100x8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cpu     "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(the rest of the model)\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(whole model)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cuda:0  "), std::string::npos) << r.out;
+  r = hwprobe({"--config", config.path(), "--device-map", "cpu"});
+  EXPECT_NE(r.out.find("(whole model)\n"), std::string::npos) << r.out;
+  // A key that names nothing: planned (transformers ignores it), and said.
+  r = hwprobe({"--config", config.path(), "--device-map", R"({"": "cpu", "model.layerz.0": "cpu"})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: device_map entry 'model.layerz.0' names no module or parameter of "
+                       "the model; transformers ignores it"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(HwprobePlan, TinyBudgetsWarnNamingTheKey) {
+  const TinyConfig config;
+  const ProcessResult r = hwprobe({"--config", config.path(), "--device-map", "sequential",
+                                   "--max-memory", "cpu=30"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("hwprobe: warning: --max-memory cpu=30: 30 bytes is less than 1 MiB; a "
+                       "size without a unit counts bytes (write 30GiB or 30GB for gigabytes)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HwprobePlan, AccelerateSizesAHalfPrecisionModelAsLoadedInFloat32) {
+  const TinyConfig config;  // bfloat16
+  const json half = plan_json({"--config", config.path(), "--device-map", "sequential",
+                               "--rules", "accelerate", "--max-memory", "cpu=1GB"});
+  const json full = plan_json({"--config", config.path(), "--device-map", "sequential", "--rules",
+                               "accelerate", "--dtype", "float32", "--max-memory", "cpu=1GB"});
+  // Parameters double; the float32 RoPE buffers (non-persistent) do not.
+  EXPECT_GT(full.at("model_size").get<uint64_t>(), 2 * half.at("model_size").get<uint64_t>() - 1024);
+  ASSERT_EQ(full.at("notes").size(), 1u);
+  EXPECT_NE(full.at("notes")[0].get<std::string>().find("load_checkpoint_and_dispatch(dtype=float32)"),
+            std::string::npos);
 }
 
 TEST(HwprobePlan, NeuronIsNeverFilledByAuto) {
@@ -228,11 +275,24 @@ INSTANTIATE_TEST_SUITE_P(
     Table, HwprobePlanBadInput,
     ::testing::Values(
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--max-memory", "gpu0=1GB"},
-                 "Device gpu0 is not recognized, available devices are integers(for GPU/XPU), "
+                 "--max-memory gpu0=1GB: Device gpu0 is not recognized, available devices are integers(for GPU/XPU), "
                  "'mps', 'cpu' and 'disk'"},
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--max-memory", "disk=1TB"},
-                 "`size` 1TB is not in a valid format. Use an integer for bytes, or a string with "
-                 "an unit (like '5.0GB')."},
+                 "--max-memory disk=1TB: `size` 1TB is not in a valid format. Use an integer for "
+                 "bytes, or a string with an unit (like '5.0GB'). (Accelerate's sizes stop at "
+                 "GB: write 1000GB, or 931GiB)"},
+        BadInput{{"--config", kLlama70b, "--device-map", "cuda:9", "--sim", "h100x8"},
+                 "device_map='cuda:9': 'cuda:9' does not exist; cuda has cuda:0, cuda:1, cuda:2, "
+                 "cuda:3, cuda:4, cuda:5, cuda:6, cuda:7"},
+        BadInput{{"--config", kLlama70b, "--device-map", "99", "--sim", "h100x8"},
+                 "device_map='99': 'cuda:99' does not exist; cuda has cuda:0"},
+        BadInput{{"--config", kLlama70b, "--device-map", R"({"": "cpu", "lm_head": 8})", "--sim",
+                  "h100x8"},
+                 "device_map entry 'lm_head': 'cuda:8' does not exist"},
+        BadInput{{"--config", kLlama70b, "--device-map", R"({"model.layerz": 0})", "--sim",
+                  "h100x8"},
+                 "The device_map provided does not give any device for the following parameters: "
+                 "model.embed_tokens.weight, "},
         BadInput{{"--config", kLlama70b, "--device-map", "automatic"},
                  "When passing device_map as a string, the value needs to be a device name (e.g. "
                  "cpu, cuda:0) or 'auto', 'balanced', 'balanced_low_0', 'sequential' but found "

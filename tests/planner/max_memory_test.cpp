@@ -61,31 +61,59 @@ INSTANTIATE_TEST_SUITE_P(
     Table, InvalidMaxMemory,
     ::testing::Values(
         Invalid{"gpu=10GiB",
-                "Device gpu is not recognized, available devices are integers(for GPU/XPU), "
+                "max_memory gpu=10GiB: Device gpu is not recognized, available devices are integers(for GPU/XPU), "
                 "'mps', 'cpu' and 'disk'"},
         Invalid{"cuda:0=10GiB",
-                "Device cuda:0 is not recognized, available devices are integers(for GPU/XPU), "
+                "max_memory cuda:0=10GiB: Device cuda:0 is not recognized, available devices are integers(for GPU/XPU), "
                 "'mps', 'cpu' and 'disk'"},
         Invalid{"CPU=1GB",
-                "Device CPU is not recognized, available devices are integers(for GPU/XPU), "
+                "max_memory CPU=1GB: Device CPU is not recognized, available devices are integers(for GPU/XPU), "
                 "'mps', 'cpu' and 'disk'"},
-        // Accelerate's sizes have no TB: refused with convert_file_size_to_int's message.
+        // Accelerate's sizes have no TB: refused with convert_file_size_to_int's message, and
+        // the same size in units it has.
         Invalid{"0=10GiB,disk=1TB",
-                "`size` 1TB is not in a valid format. Use an integer for bytes, or a string with "
-                "an unit (like '5.0GB')."},
+                "max_memory disk=1TB: `size` 1TB is not in a valid format. Use an integer for "
+                "bytes, or a string with an unit (like '5.0GB'). (Accelerate's sizes stop at GB: "
+                "write 1000GB, or 931GiB)"},
+        Invalid{"cpu=1.5tb",
+                "max_memory cpu=1.5tb: `size` 1.5tb is not in a valid format. Use an integer for "
+                "bytes, or a string with an unit (like '5.0GB'). (Accelerate's sizes stop at GB: "
+                "write 1500GB, or 1396GiB)"},
+        Invalid{"cpu=2TiB",
+                "max_memory cpu=2TiB: `size` 2TiB is not in a valid format. Use an integer for "
+                "bytes, or a string with an unit (like '5.0GB'). (Accelerate's sizes stop at GiB: "
+                "write 2048GiB)"},
         Invalid{"0=-1GB",
-                "`size` -1GB is not in a valid format. Use an integer for bytes, or a string with "
+                "max_memory 0=-1GB: `size` -1GB is not in a valid format. Use an integer for bytes, or a string with "
                 "an unit (like '5.0GB')."},
         Invalid{"0=",
-                "`size`  is not in a valid format. Use an integer for bytes, or a string "
+                "max_memory 0=: `size`  is not in a valid format. Use an integer for bytes, or a string "
                 "with an unit (like '5.0GB')."},
-        Invalid{"-1=10GiB", "max_memory: accelerator index -1 is negative"},
-        Invalid{"99999999999=1GB", "max_memory: accelerator index 99999999999 is too large"},
-        Invalid{"0=1GB,0=2GB", "max_memory: device 0 is given twice"},
+        Invalid{"-1=10GiB", "max_memory -1=10GiB: accelerator index -1 is negative"},
+        Invalid{"99999999999=1GB",
+                "max_memory 99999999999=1GB: accelerator index 99999999999 is too large"},
+        Invalid{"0=1GB,0=2GB", "max_memory 0=2GB: device 0 is given twice"},
         Invalid{"cpu", "max_memory: expected KEY=SIZE (such as 0=10GiB or cpu=64GiB), found 'cpu'"},
         Invalid{"0=1GB,", "max_memory: expected KEY=SIZE (such as 0=10GiB or cpu=64GiB), found ''"},
         Invalid{" ",
                 "max_memory is empty; give KEY=SIZE entries such as 0=10GiB,1=10GiB,cpu=64GiB"}));
+
+TEST(MaxMemory, SourceNamesTheInputAndTinyBudgetsWarn) {
+  try {
+    MaxMemory::parse("0=10GiB,cpu=1TB", "--max-memory");
+    FAIL() << "accepted";
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--max-memory cpu=1TB: `size` 1TB", 0), 0u) << e.what();
+  }
+  const MaxMemory m = MaxMemory::parse("0=10GiB,1=0,cpu=30,disk=1048575", "--max-memory");
+  EXPECT_EQ(m.warnings("--max-memory"),
+            (std::vector<std::string>{
+                "--max-memory cpu=30: 30 bytes is less than 1 MiB; a size without a unit counts "
+                "bytes (write 30GiB or 30GB for gigabytes)",
+                "--max-memory disk=1048575: 1048575 bytes is less than 1 MiB; a size without a "
+                "unit counts bytes (write 1048575GiB or 1048575GB for gigabytes)"}));
+  EXPECT_TRUE(MaxMemory::parse("0=1MiB,cpu=0").warnings().empty());
+}
 
 TEST(MaxMemory, FromMap) {
   const MaxMemory m = MaxMemory::from_map({{"cpu", "1GB"}, {"1", "2GiB"}, {"0", "100"}});

@@ -34,10 +34,12 @@ std::string map_of(const DevicePlan& plan) {
 DevicePlan plan(const backplane::ModelDescription& model, const std::string& strategy,
                 const std::string& max_memory, PlanRules rules = PlanRules::kFromPretrained,
                 std::optional<DType> dtype = std::nullopt, const PlanHardware& hardware = {}) {
-  std::optional<MaxMemory> memory;
-  if (!max_memory.empty()) memory = MaxMemory::parse(max_memory);
-  return backplane::plan_device_map(model, backplane::parse_device_map(strategy), memory, dtype,
-                                    hardware, rules);
+  backplane::PlanOptions options;
+  if (!max_memory.empty()) options.max_memory = MaxMemory::parse(max_memory);
+  options.dtype = dtype;
+  options.rules = rules;
+  return backplane::plan_device_map(model, backplane::parse_device_map(strategy), hardware,
+                                    options);
 }
 
 TEST(ModelTree, SizesAsComputeModuleSizes) {
@@ -78,14 +80,15 @@ TEST(ModelTree, DtypeOverride) {
   EXPECT_EQ(
       plan(model, "sequential", "cpu=1GB", PlanRules::kFromPretrained, DType::kFloat16).model_size,
       1626u);
-  // Accelerate's override: every floating tensor counts min(2, 4) bytes: 3236 / 2.
+  // Accelerate: parameters converted to float16, buffers by its override min(2, 4): 3236 / 2.
   EXPECT_EQ(
       plan(model, "sequential", "cpu=1GB", PlanRules::kAccelerate, DType::kFloat16).model_size,
       1618u);
-  // It never grows a tensor: float64 leaves float32 as it is. from_pretrained builds in it.
+  // float64: Accelerate's override alone would keep float32, but the weights are converted as
+  // they load, so the parameters double; the non-persistent buffers stay (no note for those).
   EXPECT_EQ(
       plan(model, "sequential", "cpu=1GB", PlanRules::kAccelerate, DType::kFloat64).model_size,
-      3236u);
+      6456u);
   EXPECT_EQ(
       plan(model, "sequential", "cpu=1GB", PlanRules::kFromPretrained, DType::kFloat64).model_size,
       6456u);
@@ -169,8 +172,8 @@ TEST(Planner, OneDeviceFoldsToTheRoot) {
   EXPECT_EQ(map_of(plan(tiny_llama(), "auto", "cpu=1GB")), "''=cpu");
   // max_memory={}: only disk is left.
   const DevicePlan p =
-      backplane::plan_device_map(tiny_llama(), backplane::parse_device_map("auto"),
-                                 MaxMemory::from_map({}), std::nullopt, PlanHardware{});
+      backplane::plan_device_map(tiny_llama(), backplane::parse_device_map("auto"), PlanHardware{},
+                                 {MaxMemory::from_map({}), std::nullopt});
   EXPECT_EQ(map_of(p), "''=disk");
 }
 
@@ -221,30 +224,122 @@ TEST(Planner, DefaultMaxMemoryFromTheHardware) {
   EXPECT_EQ(p.max_memory.str(), "mps=1048576");
 }
 
+PlanHardware four_gpus() {
+  PlanHardware h;
+  h.accelerator_type = "cuda";
+  for (int i = 0; i < 4; ++i) h.accelerators.push_back({i, 1u << 30});
+  h.cpu_available = 1u << 30;
+  return h;
+}
+
 TEST(Planner, DeviceAndIndexTakeEverything) {
-  DevicePlan p = plan(tiny_llama(), "cuda:3", "0=1GB");
+  DevicePlan p = plan(tiny_llama(), "cuda:3", "0=1GB", PlanRules::kFromPretrained, std::nullopt,
+                      four_gpus());
   EXPECT_EQ(map_of(p), "''=cuda:3");
   ASSERT_EQ(p.placed.size(), 1u);
   EXPECT_EQ(p.placed[0].bytes, 3236u);
-  p = plan(tiny_llama(), "2", "");
+  EXPECT_EQ(p.placed[0].label, "cuda:3");
+  p = plan(tiny_llama(), "2", "", PlanRules::kFromPretrained, std::nullopt, four_gpus());
   EXPECT_EQ(map_of(p), "''=2");
   EXPECT_EQ(p.placed[0].bytes, 3236u);
+  EXPECT_EQ(p.placed[0].device.str(), "2");  // as hf_device_map holds it
+  EXPECT_EQ(p.placed[0].label, "cuda:2");
+}
+
+TEST(Planner, DevicesTheHardwareLacksAreRefused) {
+  const struct {
+    const char* map;
+    bool with_gpus;
+    const char* message;
+  } cases[] = {
+      {"cuda:9", true, "device_map='cuda:9': 'cuda:9' does not exist; cuda has cuda:0, cuda:1, "
+                       "cuda:2, cuda:3"},
+      {"99", true, "device_map='99': 'cuda:99' does not exist; cuda has cuda:0, cuda:1, cuda:2, "
+                   "cuda:3"},
+      {R"({"": "cpu", "model.layers.0": 4})", true,
+       "device_map entry 'model.layers.0': 'cuda:4' does not exist; cuda has cuda:0, cuda:1, "
+       "cuda:2, cuda:3"},
+      {"0", false,
+       "device_map names accelerator 0, but there is no accelerator that automatic placement "
+       "covers; name the device instead (e.g. 'cpu')"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.map);
+    try {
+      plan(tiny_llama(), c.map, "", PlanRules::kFromPretrained, std::nullopt,
+           c.with_gpus ? four_gpus() : PlanHardware{});
+      ADD_FAILURE() << "planned";
+    } catch (const backplane::InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()), c.message);
+    }
+  }
 }
 
 TEST(Planner, ExplicitMapMustCoverEveryParameter) {
-  const DevicePlan p = plan(tiny_llama(true), R"({"model": 0, "lm_head": "cpu"})", "");
+  const DevicePlan p = plan(tiny_llama(true), R"({"model": 0, "lm_head": "cpu"})", "",
+                            PlanRules::kFromPretrained, std::nullopt, four_gpus());
   EXPECT_EQ(map_of(p), "model=0 lm_head=cpu");
   ASSERT_EQ(p.placed.size(), 2u);
   EXPECT_EQ(p.placed[0].bytes, 2836u);
   EXPECT_EQ(p.placed[1].bytes, 0u);
   try {
-    plan(tiny_llama(), R"({"model.layers": 0, "lm_head": "cpu"})", "");
+    plan(tiny_llama(), R"({"model.layers": 0, "lm_head": "cpu"})", "", PlanRules::kFromPretrained,
+         std::nullopt, four_gpus());
     FAIL();
   } catch (const backplane::InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()),
               "The device_map provided does not give any device for the following parameters: "
-              "model.embed_tokens.weight, model.norm.weight");
+              "model.embed_tokens.weight, model.norm.weight; give their modules a device, or "
+              "\"\" for everything the map does not name");
   }
+  // A map that misses the whole model names the first five and counts the rest.
+  try {
+    plan(tiny_llama(), R"({"model.layerz.0": "cpu"})", "");
+    FAIL();
+  } catch (const backplane::InvalidArgument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("parameters: model.embed_tokens.weight, "), std::string::npos) << what;
+    EXPECT_NE(what.find(" more; "), std::string::npos) << what;
+    EXPECT_LT(what.size(), 400u) << what;
+  }
+}
+
+void retype(backplane::Module& module, DType dtype) {
+  for (backplane::TensorInfo& t : module.tensors) {
+    if (!t.buffer) t.dtype = dtype;
+  }
+  for (backplane::Module& child : module.children) retype(child, dtype);
+}
+
+TEST(Planner, AccelerateSizesWeightsAsLoadCheckpointConvertsThem) {
+  // A bfloat16 model loaded with dtype=float32: its 805 parameters arrive as 4 bytes each, the
+  // 8 float32 non-persistent buffer elements keep theirs. Accelerate's own override would count
+  // the parameters at 2 bytes.
+  backplane::ModelDescription bf16 = tiny_llama();
+  retype(bf16.root, DType::kBFloat16);
+  DevicePlan p = plan(bf16, "sequential", "cpu=1GB", PlanRules::kAccelerate, DType::kFloat32);
+  EXPECT_EQ(p.model_size, 3236u);
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("load_checkpoint_and_dispatch(dtype=float32) converts the weights to "
+                            "float32 as it loads them"),
+            std::string::npos)
+      << p.notes[0];
+  // Shrinking is Accelerate's own override: nothing to note; buffers shrink too.
+  p = plan(tiny_llama(), "sequential", "cpu=1GB", PlanRules::kAccelerate, DType::kFloat16);
+  EXPECT_EQ(p.model_size, 3220u / 2 + 8u);
+  EXPECT_TRUE(p.notes.empty());
+  // from_pretrained builds the model in the dtype: the same bytes, no note.
+  p = plan(bf16, "sequential", "cpu=1GB", PlanRules::kFromPretrained, DType::kFloat32);
+  EXPECT_EQ(p.model_size, 3236u);
+  EXPECT_TRUE(p.notes.empty());
+}
+
+TEST(Planner, AMapKeyThatNamesNothingIsNoted) {
+  const DevicePlan p = plan(tiny_llama(), R"({"": "cpu", "model.layerz.0": "cpu"})", "");
+  EXPECT_EQ(p.notes, std::vector<std::string>{
+                         "device_map entry 'model.layerz.0' names no module or parameter of the "
+                         "model; transformers ignores it"});
+  EXPECT_TRUE(plan(tiny_llama(), R"({"": "cpu", "model.layers.0": "cpu"})", "").notes.empty());
 }
 
 TEST(Planner, BalancedLow0NeedsAcceleratorsFromZero) {

@@ -11,6 +11,12 @@ where, over many max_memory budgets, dtypes and strategies:
   accelerate       load_checkpoint_and_dispatch's planning: accelerate.utils get_balanced_memory
                    and infer_auto_device_map with their dtype override, on a float32 model with
                    its weights tied (as init_empty_weights + from_config + tie_weights leave it).
+  accelerate, loaded  the same with dtype=float32 on a model in the config's half precision (what
+                   from_config builds from a bfloat16 or float16 config): load_checkpoint_in_model
+                   converts every floating parameter and persistent buffer to float32 as it loads
+                   it, so the expected map is Accelerate's planning of the model as loaded (those
+                   tensors converted first). Accelerate's own map for the unconverted model, which
+                   then overfills its devices, is kept as "accelerate_own".
 
 Budgets "none" (max_memory not given) run on simulated hardware: Accelerate's get_max_memory(None)
 is replaced by one returning given free memory per accelerator and available RAM, which is
@@ -23,6 +29,7 @@ budgets infer_auto_device_map ran with. Deterministic: a fixed seed.
 Usage: device_map_oracle.py OUT.json
 """
 
+import copy
 import hashlib
 import importlib.metadata
 import json
@@ -244,6 +251,22 @@ def accelerate_plan(model, strategy, max_memory, dtype, no_split):
     )
 
 
+def as_loaded(model, dtype_name):
+    """The meta model as load_checkpoint_in_model(dtype=...) leaves it: floating parameters and
+    persistent buffers in that dtype (ties kept: the Parameter objects stay)."""
+    loaded = copy.deepcopy(model)
+    dtype = DTYPES[dtype_name]
+    for p in loaded.parameters():
+        if torch.is_floating_point(p):
+            p.data = p.data.to(dtype)
+    for module in loaded.modules():
+        skip = getattr(module, "_non_persistent_buffers_set", set())
+        for name, b in list(module._buffers.items()):
+            if b is not None and name not in skip and torch.is_floating_point(b):
+                module._buffers[name] = b.to(dtype)
+    return loaded
+
+
 def main():
     global _simulated, _last_budgets
     out_path = sys.argv[1]
@@ -307,6 +330,37 @@ def main():
                             "hardware": hardware, "dtype": dtype, "expected": result,
                             "budgets": budgets_json(_last_budgets),
                         })
+
+            # Accelerate, loaded: a half-precision model (from_config of its config), dtype=float32.
+            if config_dict["dtype"] == "float32":
+                continue
+            loaded_id = f"{architecture}/{index}/accelerate-loaded"
+            _, half_model = build(architecture, config_dict, config_dict["dtype"], tie=tied)
+            converted = as_loaded(half_model, "float32")
+            models[loaded_id] = {
+                "config": models[model_id]["config"],
+                "tree": tree_of(half_model),
+                "tied": acc.find_tied_parameters(half_model),
+                "no_split": sorted(no_split),
+                "model_size": acc.compute_module_sizes(half_model)[""],
+            }
+            for label, max_memory, hardware in specs:
+                _simulated = simulated_max_memory(hardware) if hardware else None
+                for strategy in ACCELERATE_STRATEGIES:
+                    _last_budgets = None
+                    own = run(lambda: accelerate_plan(
+                        half_model, strategy, None if max_memory is None else dict(max_memory),
+                        "float32", list(no_split)))
+                    _last_budgets = None
+                    result = run(lambda: accelerate_plan(
+                        converted, strategy, None if max_memory is None else dict(max_memory),
+                        "float32", list(no_split)))
+                    cases.append({
+                        "model": loaded_id, "rules": "accelerate", "strategy": strategy,
+                        "budget": label, "max_memory": budgets_json(max_memory),
+                        "hardware": hardware, "dtype": "float32", "expected": result,
+                        "budgets": budgets_json(_last_budgets), "accelerate_own": own,
+                    })
     _simulated = None
     with open(out_path, "w") as f:
         json.dump({"models": models, "cases": cases}, f)

@@ -35,27 +35,23 @@ OrderedJson plan_json(const backplane::DevicePlan& plan) {
   for (const auto& [device, bytes] : plan.max_memory.entries()) max_memory[device.str()] = bytes;
   OrderedJson placed = OrderedJson::array();
   for (const backplane::DevicePlacement& p : plan.placed) {
-    placed.push_back(
-        {{"device", target_json(p.device)}, {"bytes", p.bytes}, {"modules", p.modules}});
+    placed.push_back({{"device", target_json(p.device)},
+                      {"label", p.label},
+                      {"bytes", p.bytes},
+                      {"modules", p.modules}});
   }
   return {{"device_map", device_map},
           {"max_memory", max_memory},
           {"model_size", plan.model_size},
           {"accelerator_type", plan.accelerator_type.empty() ? OrderedJson(nullptr)
                                                              : OrderedJson(plan.accelerator_type)},
-          {"placed", placed}};
+          {"placed", placed},
+          {"notes", plan.notes}};
 }
 
-// "cuda:0" for an index, "cpu", "disk" as they are.
-std::string device_label(const backplane::DeviceMapTarget& target, const std::string& type) {
-  if (target.kind == backplane::DeviceMapTarget::Kind::kIndex && !type.empty()) {
-    return type + ":" + std::to_string(target.index);
-  }
-  return target.str();
-}
-
-// "model.layers.0", ..., "model.layers.9" -> "model.layers.0-9"; other names as they are.
-std::string compact(const std::vector<std::string>& names) {
+// "model.layers.0", ..., "model.layers.9" -> "model.layers.0-9"; other names as they are. The
+// key "" is the whole model when it is the only one, and what no other key names otherwise.
+std::string compact(const std::vector<std::string>& names, bool only_key = true) {
   std::string out;
   size_t i = 0;
   auto split = [](const std::string& name, std::string& prefix, long& number) {
@@ -85,8 +81,8 @@ std::string compact(const std::vector<std::string>& names) {
       out += (out.empty() ? "" : ", ") + prefix + std::to_string(first) +
              (last > first ? "-" + std::to_string(last) : "");
     } else {
-      out +=
-          (out.empty() ? "" : ", ") + (names[i].empty() ? std::string("(whole model)") : names[i]);
+      const std::string root = only_key ? "(whole model)" : "(the rest of the model)";
+      out += (out.empty() ? "" : ", ") + (names[i].empty() ? root : names[i]);
     }
     i = j;
   }
@@ -154,18 +150,17 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
   }
   std::cout << "max_memory: " << (budgets.empty() ? "(none)" : budgets) << "\n\n";
   size_t width = 6;
-  for (const backplane::DevicePlacement& p : plan.placed) {
-    width = std::max(width, device_label(p.device, plan.accelerator_type).size());
-  }
+  for (const backplane::DevicePlacement& p : plan.placed) width = std::max(width, p.label.size());
+  const bool only_key = plan.device_map.size() == 1;
   std::cout << "DEVICE" << std::string(width - 6 + 2, ' ') << "BYTES       MODULES\n";
   uint64_t offloaded = 0;
   std::string offload_text;
   for (const backplane::DevicePlacement& p : plan.placed) {
-    const std::string label = device_label(p.device, plan.accelerator_type);
+    const std::string& label = p.label;
     const std::string bytes = format_bytes(p.bytes);
     std::cout << label << std::string(width - label.size() + 2, ' ') << bytes
-              << std::string(bytes.size() < 12 ? 12 - bytes.size() : 1, ' ') << compact(p.modules)
-              << "\n";
+              << std::string(bytes.size() < 12 ? 12 - bytes.size() : 1, ' ')
+              << compact(p.modules, only_key) << "\n";
     const bool offload = p.device.kind == backplane::DeviceMapTarget::Kind::kDisk ||
                          (p.device.kind == backplane::DeviceMapTarget::Kind::kDevice &&
                           p.device.device.type() == "cpu" && !plan.accelerator_type.empty());
@@ -175,6 +170,7 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
     }
   }
   std::cout << "\noffloaded: " << (offloaded == 0 ? std::string("nothing") : offload_text) << "\n";
+  for (const std::string& note : plan.notes) std::cout << "\nnote: " << note << "\n";
 }
 
 OrderedJson tp_json(const backplane::TensorParallelPlan& tp) {
@@ -300,7 +296,12 @@ int run_plan(const std::vector<std::string>& args) {
   }
   const std::optional<backplane::DType> dtype = parse_plan_dtype(dtype_text);
   std::optional<backplane::MaxMemory> memory;
-  if (vm.count("max-memory")) memory = backplane::MaxMemory::parse(max_memory);
+  if (vm.count("max-memory")) {
+    memory = backplane::MaxMemory::parse(max_memory, "--max-memory");
+    for (const std::string& w : memory->warnings("--max-memory")) {
+      std::cerr << "hwprobe: warning: " << w << "\n";
+    }
+  }
 
   backplane::ModelDescription model = config.empty() ? backplane::model_from_safetensors(weights)
                                                      : backplane::model_from_config(config);
@@ -346,10 +347,12 @@ int run_plan(const std::vector<std::string>& args) {
   const backplane::Runtime runtime = open_runtime(common);
   const backplane::PlanStrategy strategy =
       backplane::parse_device_map(device_map, runtime.device_types());
-  const backplane::DevicePlan plan = backplane::plan_device_map(
-      model, strategy, memory, dtype, runtime,
-      rules_text == "accelerate" ? backplane::PlanRules::kAccelerate
-                                 : backplane::PlanRules::kFromPretrained);
+  backplane::PlanOptions options;
+  options.max_memory = memory;
+  options.dtype = dtype;
+  options.rules = rules_text == "accelerate" ? backplane::PlanRules::kAccelerate
+                                             : backplane::PlanRules::kFromPretrained;
+  const backplane::DevicePlan plan = backplane::plan_device_map(model, strategy, runtime, options);
   if (common.json) {
     std::cout << plan_json(plan).dump(2) << "\n";
   } else {

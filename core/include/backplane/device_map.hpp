@@ -64,17 +64,24 @@ class BACKPLANE_API MaxMemory {
   // The command-line form "0=10GiB,1=10GiB,cpu=64GiB,disk=1000GB": comma-separated KEY=SIZE.
   // Keys: a non-negative integer (an accelerator index), "mps", "cpu", "disk". Sizes:
   // parse_memory_size (Accelerate's convert_file_size_to_int), so "1TB" is refused with its
-  // message, as Accelerate refuses it; write "1000GB" or "931GiB". (The disk budget is never a
-  // limit anyway: Accelerate places without limit on disk.) Throws InvalidArgument:
-  //   "Device X is not recognized, available devices are integers(for GPU/XPU), 'mps', 'cpu' and
-  //    'disk'"                                              (Accelerate's message, for a bad key)
-  //   "`size` 1TB is not in a valid format. ..."           (parse_memory_size's)
-  //   "max_memory: device 0 is given twice", "max_memory: accelerator index -1 is negative",
-  //   "max_memory: expected KEY=SIZE, found 'cpu'", "max_memory is empty; ..."
-  static MaxMemory parse(std::string_view text);
+  // message, as Accelerate refuses it, and a hint: write "1000GB" or "931GiB". (The disk budget
+  // is never a limit anyway: Accelerate places without limit on disk.) `source` names the input
+  // in errors ("--max-memory"); an entry's errors name it too. Throws InvalidArgument:
+  //   "max_memory gpu=1GB: Device gpu is not recognized, available devices are integers(for
+  //    GPU/XPU), 'mps', 'cpu' and 'disk'"                 (Accelerate's message, for a bad key)
+  //   "max_memory 0=1TB: `size` 1TB is not in a valid format. ... (Accelerate's sizes stop at
+  //    GB: write 1000GB, or 931GiB)"                      (parse_memory_size's, and the hint)
+  //   "max_memory 0=2GB: device 0 is given twice", "max_memory -1=1GB: accelerator index -1 is
+  //    negative", "max_memory: expected KEY=SIZE, found 'cpu'", "max_memory is empty; ..."
+  static MaxMemory parse(std::string_view text, std::string_view source = "max_memory");
   // The dict form, keys and values as text ({"0": "10GiB", "cpu": "64GiB"}); same rules, and an
   // empty map is valid (everything then goes to disk, as with Accelerate's max_memory={}).
-  static MaxMemory from_map(const std::vector<std::pair<std::string, std::string>>& entries);
+  static MaxMemory from_map(const std::vector<std::pair<std::string, std::string>>& entries,
+                            std::string_view source = "max_memory");
+
+  // Budgets that are most likely a mistake: above 0 and under 1 MiB (cpu=30 is 30 bytes), one
+  // sentence each naming `source` and the key. Accelerate takes them without a word.
+  std::vector<std::string> warnings(std::string_view source = "max_memory") const;
 
   void set(MemoryDevice device, uint64_t bytes) { entries_[device] = bytes; }
   std::optional<uint64_t> get(MemoryDevice device) const;
@@ -122,7 +129,8 @@ using PlanStrategy = DeviceMapRequest;
 
 // Bytes and modules one device received.
 struct DevicePlacement {
-  DeviceMapTarget device;
+  DeviceMapTarget device;  // as hf_device_map holds it: an index prints as "0"
+  std::string label;       // the device string: "cuda:0" for index 0 of cuda, "cpu", "disk"
   uint64_t bytes = 0;
   std::vector<std::string> modules;  // device_map keys, in definition order
 };
@@ -140,24 +148,36 @@ struct DevicePlan {
   // device or explicit map's devices in first-use order).
   std::vector<DevicePlacement> placed;
   std::string accelerator_type;  // what integer targets index; empty when none
+  // Where this plan knowingly departs from what the rules' library would compute, and why (one
+  // sentence each). Empty for plans equal to the library's.
+  std::vector<std::string> notes;
 };
 
-// Plans `model` for `strategy`. `max_memory`: the user's, or nullopt for Accelerate's default
-// (free memory of each accelerator, and available RAM). `dtype`: from_pretrained(dtype=...):
-// floating-point parameters in that dtype (buffers keep theirs: RoPE's inv_freq stays float32);
-// with kAccelerate, Accelerate's override: floating tensors count min(dtype, their own) bytes.
-// Throws InvalidArgument for a model the rules cannot place (tied parameter that is not in the
-// model, balanced_low_0 with accelerator indices that are not 0..n-1).
+// What plan_device_map takes besides the model and the device_map value.
+struct PlanOptions {
+  // The user's max_memory, or nullopt for Accelerate's default (free memory of each
+  // accelerator, and available RAM).
+  std::optional<MaxMemory> max_memory;
+  // from_pretrained(dtype=...): floating-point parameters in that dtype (buffers keep theirs:
+  // RoPE's inv_freq stays float32). With kAccelerate, the weights are converted to it as
+  // load_checkpoint_and_dispatch(dtype=...) loads them, and Accelerate's size override then
+  // counts floating tensors at min(dtype, their own) bytes.
+  std::optional<DType> dtype;
+  PlanRules rules = PlanRules::kFromPretrained;
+};
+
+// Plans `model` for `strategy` on `hardware`. Throws InvalidArgument for a model the rules
+// cannot place (tied parameter that is not in the model, balanced_low_0 with accelerator indices
+// that are not 0..n-1, a map that leaves parameters without a device, an index or a device of
+// the accelerator type that `hardware` does not have).
 BACKPLANE_API DevicePlan plan_device_map(const ModelDescription& model,
                                          const PlanStrategy& strategy,
-                                         const std::optional<MaxMemory>& max_memory,
-                                         std::optional<DType> dtype, const PlanHardware& hardware,
-                                         PlanRules rules = PlanRules::kFromPretrained);
-// Same, on this machine (plan_hardware(runtime)).
+                                         const PlanHardware& hardware,
+                                         const PlanOptions& options = {});
+// Same, on this machine (plan_hardware(runtime)); every device the map names must exist here,
+// as select_inference_device checks it (InvalidArgument with its message otherwise).
 BACKPLANE_API DevicePlan plan_device_map(const ModelDescription& model,
-                                         const PlanStrategy& strategy,
-                                         const std::optional<MaxMemory>& max_memory,
-                                         std::optional<DType> dtype, const Runtime& runtime,
-                                         PlanRules rules = PlanRules::kFromPretrained);
+                                         const PlanStrategy& strategy, const Runtime& runtime,
+                                         const PlanOptions& options = {});
 
 }  // namespace backplane

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <sstream>
 
 #include "planner.hpp"
 
@@ -33,23 +35,58 @@ MemoryDevice parse_key(std::string_view text) {
                           "'mps', 'cpu' and 'disk'");
   }
   // Accelerate only warns about a negative index; no device ever has one.
-  if (negative) {
-    throw InvalidArgument("max_memory: accelerator index " + std::string(key) + " is negative");
-  }
+  if (negative) throw InvalidArgument("accelerator index " + std::string(key) + " is negative");
   int index = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
   if (ec != std::errc() || end != digits.data() + digits.size()) {
-    throw InvalidArgument("max_memory: accelerator index " + std::string(key) + " is too large");
+    throw InvalidArgument("accelerator index " + std::string(key) + " is too large");
   }
   return MemoryDevice::accelerator(index);
 }
 
-void add_entry(MaxMemory& memory, std::string_view key, std::string_view size) {
-  const MemoryDevice device = parse_key(key);
-  if (memory.get(device)) {
-    throw InvalidArgument("max_memory: device " + device.str() + " is given twice");
+// Accelerate's units stop at GB; "1TB" and "2TiB" get the same size in units it has.
+std::string terabyte_hint(std::string_view size) {
+  const size_t digits_end = size.find_first_not_of("0123456789.");
+  if (digits_end == 0 || digits_end == std::string_view::npos) return {};
+  std::string unit(size.substr(digits_end));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit != "TB" && unit != "TIB") return {};
+  double number = 0;
+  try {
+    number = std::stod(std::string(size.substr(0, digits_end)));
+  } catch (const std::exception&) {
+    return {};
   }
-  memory.set(device, parse_memory_size(trim(size)));
+  auto whole = [](double v) {
+    std::ostringstream out;
+    out.precision(15);
+    out << std::floor(v);
+    return out.str();
+  };
+  if (unit == "TB") {
+    return " (Accelerate's sizes stop at GB: write " + whole(number * 1000) + "GB, or " +
+           whole(number * 1e12 / 1073741824.0) + "GiB)";
+  }
+  return " (Accelerate's sizes stop at GiB: write " + whole(number * 1024) + "GiB)";
+}
+
+// One KEY=SIZE entry; errors start with "<source> KEY=SIZE: ".
+void add_entry(MaxMemory& memory, std::string_view key, std::string_view size,
+               std::string_view source) {
+  const std::string entry =
+      std::string(source) + " " + std::string(trim(key)) + "=" + std::string(trim(size)) + ": ";
+  MemoryDevice device;
+  uint64_t bytes = 0;
+  try {
+    device = parse_key(key);
+    bytes = parse_memory_size(trim(size));
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(entry + e.what() + terabyte_hint(trim(size)));
+  }
+  if (memory.get(device)) {
+    throw InvalidArgument(entry + "device " + device.str() + " is given twice");
+  }
+  memory.set(device, bytes);
 }
 
 }  // namespace
@@ -90,10 +127,10 @@ DeviceMapTarget MemoryDevice::target() const {
   return target;
 }
 
-MaxMemory MaxMemory::parse(std::string_view text) {
+MaxMemory MaxMemory::parse(std::string_view text, std::string_view source) {
   if (trim(text).empty()) {
-    throw InvalidArgument(
-        "max_memory is empty; give KEY=SIZE entries such as 0=10GiB,1=10GiB,cpu=64GiB");
+    throw InvalidArgument(std::string(source) +
+                          " is empty; give KEY=SIZE entries such as 0=10GiB,1=10GiB,cpu=64GiB");
   }
   MaxMemory memory;
   size_t start = 0;
@@ -103,20 +140,34 @@ MaxMemory MaxMemory::parse(std::string_view text) {
     const std::string_view entry = text.substr(start, comma - start);
     const size_t eq = entry.find('=');
     if (eq == std::string_view::npos) {
-      throw InvalidArgument(
-          "max_memory: expected KEY=SIZE (such as 0=10GiB or cpu=64GiB), found '" +
-          std::string(trim(entry)) + "'");
+      throw InvalidArgument(std::string(source) +
+                            ": expected KEY=SIZE (such as 0=10GiB or cpu=64GiB), found '" +
+                            std::string(trim(entry)) + "'");
     }
-    add_entry(memory, entry.substr(0, eq), entry.substr(eq + 1));
+    add_entry(memory, entry.substr(0, eq), entry.substr(eq + 1), source);
     start = comma + 1;
   }
   return memory;
 }
 
-MaxMemory MaxMemory::from_map(const std::vector<std::pair<std::string, std::string>>& entries) {
+MaxMemory MaxMemory::from_map(const std::vector<std::pair<std::string, std::string>>& entries,
+                              std::string_view source) {
   MaxMemory memory;
-  for (const auto& [key, size] : entries) add_entry(memory, key, size);
+  for (const auto& [key, size] : entries) add_entry(memory, key, size, source);
   return memory;
+}
+
+std::vector<std::string> MaxMemory::warnings(std::string_view source) const {
+  std::vector<std::string> out;
+  for (const auto& [device, bytes] : entries_) {
+    if (bytes == 0 || bytes >= (1u << 20)) continue;
+    out.push_back(std::string(source) + " " + device.str() + "=" + std::to_string(bytes) + ": " +
+                  std::to_string(bytes) +
+                  " bytes is less than 1 MiB; a size without a unit counts bytes (write " +
+                  std::to_string(bytes) + "GiB or " + std::to_string(bytes) +
+                  "GB for gigabytes)");
+  }
+  return out;
 }
 
 std::optional<uint64_t> MaxMemory::get(MemoryDevice device) const {

@@ -28,25 +28,35 @@ uint64_t checked_add(uint64_t a, uint64_t b) {
 }
 
 // Bytes per element as the rules count them. from_pretrained builds the model in `dtype`, so
-// floating parameters take it; buffers keep the dtype their module gives them. Accelerate's
-// override only ever shrinks floating tensors (min of the two) and leaves integers alone.
+// floating parameters take it; buffers keep the dtype their module gives them.
+// load_checkpoint_and_dispatch(dtype=...) converts every floating tensor of the checkpoint
+// (parameters and persistent buffers) to `dtype` as it loads it, so those take it too; Accelerate's
+// own size override (the min of the two) would count a bfloat16 model's weights at 2 bytes
+// although they arrive as float32, and so overfill the devices. Tensors that are not loaded
+// (non-persistent buffers) get that override: they only ever shrink. Integers keep their size.
 // bool counts 1 byte (torch's element_size; Accelerate's dtype_byte_size says 1/8).
-uint64_t element_bytes(const TensorInfo& t, std::optional<DType> dtype, PlanRules rules) {
+uint64_t element_bytes(const TensorInfo& t, std::optional<DType> dtype, PlanRules rules,
+                       bool& upcast) {
   const int own = dtype_bits(t.dtype) / 8;
   if (!dtype || !is_floating_point(t.dtype)) return static_cast<uint64_t>(own);
   const int wanted = dtype_bits(*dtype) / 8;
-  if (rules == PlanRules::kAccelerate) return static_cast<uint64_t>(std::min(own, wanted));
+  if (rules == PlanRules::kAccelerate) {
+    const bool loaded = !t.buffer || t.persistent;
+    if (!loaded) return static_cast<uint64_t>(std::min(own, wanted));
+    upcast = upcast || wanted > own;
+    return static_cast<uint64_t>(wanted);
+  }
   return static_cast<uint64_t>(t.buffer ? own : wanted);
 }
 
 uint64_t tensor_bytes(const TensorInfo& t, const std::string& name, std::optional<DType> dtype,
-                      PlanRules rules) {
+                      PlanRules rules, bool& upcast) {
   uint64_t numel = 1;
   for (int64_t d : t.shape) {
     if (d < 0) throw InvalidArgument("tensor " + name + " has a negative dimension");
     numel = checked_mul(numel, static_cast<uint64_t>(d), name);
   }
-  return checked_mul(numel, element_bytes(t, dtype, rules), name);
+  return checked_mul(numel, element_bytes(t, dtype, rules, upcast), name);
 }
 
 std::string join(const std::string& parent, const std::string& local) {
@@ -200,7 +210,7 @@ ModelTree::ModelTree(const ModelDescription& model, std::optional<DType> dtype, 
     Node& node = nodes_[i];
     if (node.tensor) {
       if (counted[i]) {
-        node.size = tensor_bytes(*info[i], node.name, dtype, rules);
+        node.size = tensor_bytes(*info[i], node.name, dtype, rules, upcast_);
         node.first_key = position[i];
         subtree_counted[i] = true;
       }

@@ -20,11 +20,20 @@ MaxMemory whole_bytes(const planner::Budgets& budgets) {
   return memory;
 }
 
+// "cuda:0" for an index of the accelerator type; other targets as they print.
+std::string label_of(const DeviceMapTarget& target, const std::string& accelerator_type) {
+  if (target.kind == DeviceMapTarget::Kind::kIndex && !accelerator_type.empty()) {
+    return accelerator_type + ":" + std::to_string(target.index);
+  }
+  return target.str();
+}
+
 DevicePlacement& placement_for(DevicePlan& plan, const DeviceMapTarget& target) {
   for (DevicePlacement& p : plan.placed) {
     if (p.device.str() == target.str()) return p;
   }
-  plan.placed.push_back(DevicePlacement{target, 0, {}});
+  plan.placed.push_back(
+      DevicePlacement{target, label_of(target, plan.accelerator_type), 0, {}});
   return plan.placed.back();
 }
 
@@ -55,8 +64,9 @@ void plan_strategy(const planner::ModelTree& tree, const PlanStrategy& strategy,
   }
   for (size_t d = 0; d < placement.devices.size(); ++d) {
     if (!used[d]) continue;
-    plan.placed.push_back(
-        DevicePlacement{placement.devices[d].target(), bytes[d], std::move(modules[d])});
+    const DeviceMapTarget target = placement.devices[d].target();
+    plan.placed.push_back(DevicePlacement{target, label_of(target, plan.accelerator_type),
+                                          bytes[d], std::move(modules[d])});
   }
 }
 
@@ -74,11 +84,13 @@ void plan_given(const planner::ModelTree& tree, const PlanStrategy& strategy,
 
   const std::vector<planner::Node>& nodes = tree.nodes();
   std::vector<int> key_of(nodes.size(), -1);  // the deepest key at or above each node
-  std::string uncovered;
+  std::vector<bool> key_used(strategy.modules.size(), false);
+  std::vector<std::string> uncovered;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto it = keys.find(nodes[i].name);
     if (it != keys.end()) {
       key_of[i] = static_cast<int>(it->second);
+      key_used[it->second] = true;
     } else if (nodes[i].parent >= 0) {
       key_of[i] = key_of[nodes[i].parent];
     }
@@ -88,12 +100,72 @@ void plan_given(const planner::ModelTree& tree, const PlanStrategy& strategy,
       continue;
     }
     const bool in_state_dict = !nodes[i].buffer || nodes[i].persistent;
-    if (in_state_dict) uncovered += (uncovered.empty() ? "" : ", ") + nodes[i].name;
+    if (in_state_dict) uncovered.push_back(nodes[i].name);
   }
   if (!uncovered.empty()) {
+    // Accelerate lists every one; a whole model's names help nobody, so the first few and a count.
+    constexpr size_t kNamed = 5;
+    std::string named;
+    for (size_t i = 0; i < std::min(kNamed, uncovered.size()); ++i) {
+      named += (named.empty() ? "" : ", ") + uncovered[i];
+    }
     throw InvalidArgument(
         "The device_map provided does not give any device for the following parameters: " +
-        uncovered);
+        named +
+        (uncovered.size() > kNamed
+             ? " (and " + std::to_string(uncovered.size() - kNamed) + " more; " +
+                   std::to_string(uncovered.size()) + " in all)"
+             : std::string()) +
+        "; give their modules a device, or \"\" for everything the map does not name");
+  }
+  // transformers takes keys that name nothing and ignores them; the plan says so.
+  for (size_t k = 0; k < strategy.modules.size(); ++k) {
+    if (key_used[k]) continue;
+    plan.notes.push_back("device_map entry '" + strategy.modules[k].first +
+                         "' names no module or parameter of the model; transformers ignores it");
+  }
+}
+
+// An accelerator index, or a device of the accelerator type, that the hardware lacks.
+void check_accelerator_targets(const PlanStrategy& strategy, const PlanHardware& hardware) {
+  if (strategy.is_strategy()) return;
+  if (hardware.accelerator_type.empty()) {
+    for (const auto& [module, target] : strategy.modules) {
+      if (target.kind != DeviceMapTarget::Kind::kIndex) continue;
+      throw InvalidArgument("device_map names accelerator " + std::to_string(target.index) +
+                            (strategy.kind == DeviceMapKind::kExplicit
+                                 ? " for '" + module + "'"
+                                 : std::string()) +
+                            ", but there is no accelerator that automatic placement covers; "
+                            "name the device instead (e.g. 'cpu')");
+    }
+    return;
+  }
+  std::string present;
+  for (const PlanAccelerator& a : hardware.accelerators) {
+    present += (present.empty() ? "" : ", ") + hardware.accelerator_type + ":" +
+               std::to_string(a.index);
+  }
+  for (const auto& [module, target] : strategy.modules) {
+    int index = -1;
+    if (target.kind == DeviceMapTarget::Kind::kIndex) {
+      index = target.index;
+    } else if (target.kind == DeviceMapTarget::Kind::kDevice &&
+               target.device.type() == hardware.accelerator_type) {
+      index = target.device.index().value_or(0);
+    } else {
+      continue;
+    }
+    const bool found =
+        std::any_of(hardware.accelerators.begin(), hardware.accelerators.end(),
+                    [&](const PlanAccelerator& a) { return a.index == index; });
+    if (found) continue;
+    const std::string where = strategy.kind == DeviceMapKind::kExplicit
+                                  ? "device_map entry '" + module + "'"
+                                  : "device_map='" + strategy.str() + "'";
+    throw InvalidArgument(where + ": '" + hardware.accelerator_type + ":" +
+                          std::to_string(index) + "' does not exist; " +
+                          hardware.accelerator_type + " has " + present);
   }
 }
 
@@ -142,27 +214,45 @@ PlanHardware plan_hardware(const Runtime& runtime) {
 }
 
 DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& strategy,
-                           const std::optional<MaxMemory>& max_memory, std::optional<DType> dtype,
-                           const PlanHardware& hardware, PlanRules rules) {
-  const planner::ModelTree tree(model, dtype, rules);
+                           const PlanHardware& hardware, const PlanOptions& options) {
+  check_accelerator_targets(strategy, hardware);
+  const planner::ModelTree tree(model, options.dtype, options.rules);
   DevicePlan plan;
   plan.model_size = tree.model_size();
   plan.accelerator_type = hardware.accelerator_type;
   if (strategy.is_strategy()) {
-    plan_strategy(tree, strategy, max_memory, hardware, plan);
+    plan_strategy(tree, strategy, options.max_memory, hardware, plan);
   } else {
     if (strategy.modules.empty()) {
       throw InvalidArgument("device_map " + strategy.str() + " names no module");
     }
-    plan_given(tree, strategy, max_memory, hardware, plan);
+    plan_given(tree, strategy, options.max_memory, hardware, plan);
+  }
+  if (tree.upcast()) {
+    const std::string name = to_string(*options.dtype);
+    plan.notes.push_back(
+        "load_checkpoint_and_dispatch(dtype=" + name + ") converts the weights to " + name +
+        " as it loads them, but Accelerate's infer_auto_device_map counts each at the smaller of " +
+        name + " and the model's own dtype, so the map it computes overfills its devices; this "
+        "plan sizes the weights as they are loaded, and its map can differ from Accelerate's");
   }
   return plan;
 }
 
 DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& strategy,
-                           const std::optional<MaxMemory>& max_memory, std::optional<DType> dtype,
-                           const Runtime& runtime, PlanRules rules) {
-  return plan_device_map(model, strategy, max_memory, dtype, plan_hardware(runtime), rules);
+                           const Runtime& runtime, const PlanOptions& options) {
+  if (!strategy.is_strategy()) {
+    // The devices a map names must be here, as from_pretrained finds when it moves the weights
+    // there; selection refuses the same values with the same words.
+    try {
+      select_inference_device(runtime, strategy);
+    } catch (const NotFound& e) {
+      throw InvalidArgument(e.what());
+    } catch (const Unavailable& e) {
+      throw InvalidArgument(e.what());
+    }
+  }
+  return plan_device_map(model, strategy, plan_hardware(runtime), options);
 }
 
 }  // namespace backplane

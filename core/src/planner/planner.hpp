@@ -65,6 +65,9 @@ class ModelTree {
   uint64_t model_size() const { return nodes_[0].size; }
   PlanRules rules() const { return rules_; }
   const ModelDescription& model() const { return *model_; }
+  // kAccelerate with a dtype larger than some loaded weights' own: they were sized as loaded,
+  // where Accelerate's override would have kept their smaller size.
+  bool upcast() const { return upcast_; }
 
  private:
   int add(std::string name, int parent, bool tensor, bool buffer, const Module* module);
@@ -73,6 +76,7 @@ class ModelTree {
 
   const ModelDescription* model_;
   PlanRules rules_;
+  bool upcast_ = false;
   std::vector<Node> nodes_;
   std::vector<int> split_children_;
   std::vector<int> initial_entries_;
