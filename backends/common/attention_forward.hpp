@@ -14,8 +14,10 @@ namespace backplane::backends {
 template <class Run>
 bp_status* run_attention_forward(void* context, const bp_attention_args* args, Run run) noexcept {
   const auto* host = static_cast<const sdk::Host*>(context);
-  if (args == nullptr || args->struct_size < BP_STRUCT_SIZE(bp_attention_args, stream)) {
-    return host->status(BP_INVALID_ARGUMENT, "attention_forward: args is NULL or too small");
+  if (std::string why = sdk::args_size_error("attention_forward", args, BP_ATTENTION_ARGS_SIZE_1_3,
+                                             "1.3", "bp_attention_args");
+      !why.empty()) {
+    return host->status(BP_INVALID_ARGUMENT, why);
   }
   try {
     attention::Tensors tensors;

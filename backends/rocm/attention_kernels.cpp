@@ -101,8 +101,10 @@ bp_status* AttentionKernels::out_of_memory() noexcept {
 }
 
 bp_status* AttentionKernels::forward(int kernel, const bp_attention_args* args) {
-  if (args == nullptr || args->struct_size < BP_STRUCT_SIZE(bp_attention_args, stream)) {
-    return host_.status(BP_INVALID_ARGUMENT, "attention_forward: args is NULL or too small");
+  if (std::string why = sdk::args_size_error("attention_forward", args, BP_ATTENTION_ARGS_SIZE_1_3,
+                                             "1.3", "bp_attention_args");
+      !why.empty()) {
+    return host_.status(BP_INVALID_ARGUMENT, why);
   }
   // The module validates everything else; the arch is only known here.
   if (args->query != nullptr && args->query->device.device_type == kDLROCM) {

@@ -100,17 +100,25 @@ class SimPlugin {
   explicit SimPlugin(sdk::Host host) : host_(host) {}
 
   void register_all(sdk::Registrar& registrar) {
-    const char* path = secure_getenv("BACKPLANE_SIM_TOPOLOGY");
-    if (path == nullptr || *path == '\0') {
-      host_.debug("inactive: BACKPLANE_SIM_TOPOLOGY is not set");
+    // A 1.5 host resolves the topology (RuntimeOptions::sim_topology or BACKPLANE_SIM_TOPOLOGY,
+    // a shipped name or a file) and passes the file; an older one leaves the variable to us.
+    std::string path;
+    std::string source = "sim topology";
+    if (host_.has_settings()) {
+      path = host_.setting("topology").value_or("");
+    } else if (const char* value = secure_getenv("BACKPLANE_SIM_TOPOLOGY"); value != nullptr) {
+      path = value;
+      source = "BACKPLANE_SIM_TOPOLOGY";
+    }
+    if (path.empty()) {
+      host_.debug("inactive: no topology (RuntimeOptions::sim_topology, BACKPLANE_SIM_TOPOLOGY)");
       return;
     }
     Topology topology;
     try {
       topology = read_topology(path);
     } catch (const TopologyError& e) {
-      throw sdk::Error(BP_INVALID_ARGUMENT,
-                       std::string("BACKPLANE_SIM_TOPOLOGY=") + path + ": " + e.what());
+      throw sdk::Error(BP_INVALID_ARGUMENT, source + " " + path + ": " + e.what());
     }
     bool nvidia_present = false;
     for (const SimDevice& d : topology.devices) nvidia_present |= d.vendor == "nvidia";

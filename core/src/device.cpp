@@ -8,9 +8,25 @@
 #include <limits>
 
 namespace backplane {
+namespace {
+Device parse_device_grammar(std::string_view text);
+}  // namespace
 
-Device::Device(std::string type, std::optional<int> index)
-    : type_(std::move(type)), index_(index) {}
+Device::Device(std::string_view text) : Device(parse_device_grammar(text)) {}
+
+Device::Device(std::string type, std::optional<int> index) : type_(std::move(type)), index_(index) {
+  if (!is_valid_device_type_name(type_)) {
+    throw InvalidArgument("Device type " + (type_.empty() ? std::string("''") : "'" + type_ + "'") +
+                          " is not a device type name ([a-zA-Z_]+, such as cpu or cuda)" +
+                          (type_.find(':') != std::string::npos
+                               ? "; parse a device string such as 'cuda:1' with Device(\"cuda:1\")"
+                               : std::string()));
+  }
+  if (index_ && *index_ < 0) {
+    throw InvalidArgument("Device index must not be negative, got " + std::to_string(*index_) +
+                          " for " + type_);
+  }
+}
 
 std::string Device::str() const {
   return index_ ? type_ + ":" + std::to_string(*index_) : type_;
@@ -60,9 +76,8 @@ bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-}  // namespace
-
-Device parse_device(std::string_view text, const std::vector<std::string>& known_types) {
+// The grammar alone: type name, optional index, the cpu index rule. Known types are not checked.
+Device parse_device_grammar(std::string_view text) {
   if (text.empty()) throw InvalidArgument("Device string must not be empty");
 
   const size_t colon = text.find(':');
@@ -83,14 +98,21 @@ Device parse_device(std::string_view text, const std::vector<std::string>& known
     index = value;
   }
 
-  if (std::find(known_types.begin(), known_types.end(), name) == known_types.end()) {
-    throw InvalidArgument("Expected one of " + join(known_types) +
-                          " device type at start of device string: " + std::string(name));
-  }
   if (name == "cpu" && index && *index != 0) {
     throw InvalidArgument("CPU device index must be absent or zero, got " + std::to_string(*index));
   }
   return Device(std::string(name), index);
+}
+
+}  // namespace
+
+Device parse_device(std::string_view text, const std::vector<std::string>& known_types) {
+  Device device = parse_device_grammar(text);
+  if (std::find(known_types.begin(), known_types.end(), device.type()) == known_types.end()) {
+    throw InvalidArgument("Expected one of " + join(known_types) +
+                          " device type at start of device string: " + device.type());
+  }
+  return device;
 }
 
 Device parse_device(std::string_view text) {

@@ -49,8 +49,14 @@ std::vector<std::filesystem::path> find_manifests(const std::vector<std::filesys
       continue;
     }
     if (!std::filesystem::is_directory(status)) {
-      logger.log(LogLevel::kInfo, "plugin search path entry " + entry.string() +
-                                      " is not a folder or a file; skipped");
+      // A folder the user named that is not there is most likely a typo: say so where it is
+      // seen by default.
+      const bool missing = !std::filesystem::exists(status);
+      logger.log(missing ? LogLevel::kWarn : LogLevel::kInfo,
+                 "plugin search path entry " + entry.string() +
+                     (missing ? " does not exist; skipped (check BACKPLANE_PLUGIN_PATH, "
+                                "BACKPLANE_ADD_PLUGIN_PATH or RuntimeOptions::plugin_path)"
+                              : " is not a folder or a file; skipped"));
       continue;
     }
     std::vector<std::filesystem::path> files;

@@ -31,6 +31,12 @@ const char* host_status_message(bp_host_context*, const bp_status* status) {
   return status != nullptr ? status->message.c_str() : "";
 }
 
+const char* host_setting(bp_host_context* context, const char* key) {
+  if (context == nullptr || key == nullptr) return nullptr;
+  const auto it = context->settings.find(key);
+  return it == context->settings.end() ? nullptr : it->second.c_str();
+}
+
 }  // namespace
 
 void StatusDeleter::operator()(bp_status* status) const {
@@ -77,6 +83,7 @@ bp_host_api make_host_api(bp_host_context* context) {
   api.log = &host_log;
   api.status_free = &host_status_free;
   api.status_message = &host_status_message;
+  api.setting = &host_setting;
   return api;
 }
 

@@ -3,6 +3,7 @@
 
 #include <backplane/plugin.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,9 +19,13 @@ struct bp_status {
 struct bp_host_context {
   std::string plugin_name;
   const backplane::detail::Logger* logger;
+  std::map<std::string, std::string> settings;  // what bp_host_api.setting answers (1.5)
 };
 
 namespace backplane::detail {
+
+// What the host application gave one plugin by name (bp_host_api.setting).
+using PluginSettings = std::map<std::string, std::string>;
 
 struct StatusDeleter {
   void operator()(bp_status* status) const;

@@ -25,7 +25,29 @@ AttentionKernel::AttentionKernel(KernelInfo info, bp_attention_forward_fn functi
                                  std::shared_ptr<const void> owner)
     : info_(std::move(info)), function_(function), context_(context), owner_(std::move(owner)) {}
 
+void AttentionKernel::operator()(const AttentionArguments& arguments) const {
+  bp_attention_args args{};
+  args.struct_size = sizeof args;
+  args.query = arguments.query;
+  args.key = arguments.key;
+  args.value = arguments.value;
+  args.mask = arguments.mask;
+  args.output = arguments.output;
+  args.causal = arguments.causal ? 1 : 0;
+  args.scale = arguments.scale.value_or(0.0);
+  args.stream = arguments.stream;
+  (*this)(args);
+}
+
 void AttentionKernel::operator()(const bp_attention_args& args) const {
+  if (args.struct_size < BP_ATTENTION_ARGS_SIZE_1_3) {
+    throw InvalidArgument(info_.op + "/" + info_.implementation + " on " + info_.device_type +
+                          ": bp_attention_args.struct_size is " + std::to_string(args.struct_size) +
+                          ", smaller than ABI 1.3's " + std::to_string(BP_ATTENTION_ARGS_SIZE_1_3) +
+                          "; set it to sizeof(bp_attention_args) (" +
+                          std::to_string(sizeof(bp_attention_args)) +
+                          "), or call with backplane::AttentionArguments");
+  }
   detail::StatusPtr status = detail::adopt(function_(context_, &args));
   if (status) {
     throw InvalidArgument(info_.op + "/" + info_.implementation + " on " + info_.device_type +

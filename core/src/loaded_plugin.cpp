@@ -46,7 +46,8 @@ boost::dll::shared_library open_library(const std::filesystem::path& path) {
 }  // namespace
 
 std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const Manifest& manifest, const Logger& logger,
-                                                 const Registry& committed, Registry& registered) {
+                                                 const Registry& committed, Registry& registered,
+                                                 const PluginSettings& settings) {
   if (manifest.abi_major != BP_ABI_VERSION_MAJOR) {
     throw LoadError("manifest declares ABI " + abi_string(manifest.abi_major, manifest.abi_minor) +
                     "; this core loads ABI " + std::to_string(BP_ABI_VERSION_MAJOR) + ".x");
@@ -80,6 +81,16 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const Manifest& manifest, const
                     "' but its manifest names it '" + manifest.name + "'");
   }
   if (api.init == nullptr) throw LoadError("plugin table has no init function");
+  // The manifest's abi_version is the ABI the library was built against: what its table says.
+  // (A table older than the abi fields says nothing to compare.)
+  if (table->struct_size >= BP_STRUCT_SIZE(bp_plugin_api, abi_minor) &&
+      (manifest.abi_major != api.abi_major || manifest.abi_minor != api.abi_minor)) {
+    throw LoadError("the manifest declares ABI " +
+                    abi_string(manifest.abi_major, manifest.abi_minor) +
+                    " but the library reports ABI " + abi_string(api.abi_major, api.abi_minor) +
+                    "; a manifest's abi_version must be the ABI its library is built against "
+                    "(backplane_add_plugin writes it)");
+  }
   if (api.abi_minor > BP_ABI_VERSION_MINOR) {
     logger.log(LogLevel::kDebug, "plugin '" + manifest.name + "' is built for ABI " +
                                      abi_string(api.abi_major, api.abi_minor) +
@@ -87,7 +98,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const Manifest& manifest, const
                                      abi_string(BP_ABI_VERSION_MAJOR, BP_ABI_VERSION_MINOR));
   }
 
-  plugin->host_context_ = bp_host_context{manifest.name, &logger};
+  plugin->host_context_ = bp_host_context{manifest.name, &logger, settings};
   plugin->host_api_ = make_host_api(&plugin->host_context_);
   bp_registrar_context context{&manifest, &committed, {}, {}, {}};
   const bp_registrar registrar = make_registrar(&context);

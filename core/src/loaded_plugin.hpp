@@ -24,10 +24,12 @@ class LoadError : public std::runtime_error {
 
 class LoadedPlugin {
  public:
-  // Loads the manifest's library, negotiates the ABI and runs init. On success the plugin's
-  // registrations are in `registered`. Throws LoadError with the reason otherwise.
+  // Loads the manifest's library, negotiates the ABI and runs init with `settings` behind
+  // bp_host_api.setting. On success the plugin's registrations are in `registered`. Throws
+  // LoadError with the reason otherwise.
   static std::unique_ptr<LoadedPlugin> load(const Manifest& manifest, const Logger& logger,
-                                            const Registry& committed, Registry& registered);
+                                            const Registry& committed, Registry& registered,
+                                            const PluginSettings& settings = {});
   ~LoadedPlugin();
   LoadedPlugin(const LoadedPlugin&) = delete;
   LoadedPlugin& operator=(const LoadedPlugin&) = delete;

@@ -1,6 +1,7 @@
 // Runtime::open: discover manifests, load each selected plugin, freeze what they registered.
 #include <backplane/error.hpp>
 #include <backplane/runtime.hpp>
+#include <backplane/sim_topology.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -86,6 +87,9 @@ RuntimeOptions RuntimeOptions::from_environment() {
   if (auto value = detail::secure_env("BACKPLANE_ISOLATE_TIMEOUT")) {
     options.isolate_timeout = parse_timeout(*value, "BACKPLANE_ISOLATE_TIMEOUT");
   }
+  if (auto value = detail::secure_env("BACKPLANE_SIM_TOPOLOGY"); value && !value->empty()) {
+    options.sim_topology = *value;
+  }
   return options;
 }
 
@@ -110,6 +114,8 @@ struct Runtime::Impl {
 
   void load_all(const RuntimeOptions& options);
   void load_one(const std::filesystem::path& manifest_path, const RuntimeOptions& options);
+  // Throws InvalidArgument when the asked-for simulation did not come up.
+  void check_simulation(const std::string& asked, const std::filesystem::path& file) const;
 };
 
 namespace {
@@ -146,6 +152,11 @@ std::string check_plugin_files(const std::filesystem::path& manifest_path,
   return "refused: " + unsafe +
          "; a plugin runs with this process's rights, so only its owner (root or this user) may "
          "be able to change it (set BACKPLANE_INSECURE_PLUGINS=1 to load it anyway)";
+}
+
+detail::PluginSettings settings_for(const RuntimeOptions& options, const std::string& plugin) {
+  const auto it = options.plugin_settings.find(plugin);
+  return it == options.plugin_settings.end() ? detail::PluginSettings{} : it->second;
 }
 
 }  // namespace
@@ -198,15 +209,16 @@ void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
     return fail(refusal);
   }
   if (options.isolate) {
-    const detail::ProbeOutcome probe =
-        detail::probe_in_child(manifest, registry, options.isolate_timeout);
+    const detail::ProbeOutcome probe = detail::probe_in_child(
+        manifest, registry, options.isolate_timeout, settings_for(options, manifest.name));
     if (!probe.passed) return fail(probe.reason);
     logger->log(LogLevel::kDebug, "plugin '" + info.name + "' passed its isolated probe");
   }
 
   detail::Registry registered;
   try {
-    auto plugin = detail::LoadedPlugin::load(manifest, *logger, registry, registered);
+    auto plugin = detail::LoadedPlugin::load(manifest, *logger, registry, registered,
+                                             settings_for(options, manifest.name));
     info.version = plugin->version();
     info.abi_version = plugin->abi_version();
     loaded.push_back(std::move(plugin));
@@ -252,10 +264,44 @@ void Runtime::Impl::load_all(const RuntimeOptions& options) {
 
 Runtime::Runtime(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
+void Runtime::Impl::check_simulation(const std::string& asked,
+                                     const std::filesystem::path& file) const {
+  const std::string what = "sim topology '" + asked + "' (" + file.string() + ")";
+  const auto sim = std::find_if(plugins.begin(), plugins.end(),
+                                [](const PluginInfo& p) { return p.name == "sim"; });
+  if (sim == plugins.end()) {
+    throw InvalidArgument(what +
+                          " was asked for, but no plugin manifest named 'sim' is on the "
+                          "plugin search path");
+  }
+  if (sim->status != PluginStatus::kLoaded) {
+    throw InvalidArgument(what + " was asked for, but the sim plugin " +
+                          (sim->status == PluginStatus::kDisabled ? "is " : "failed: ") +
+                          sim->error);
+  }
+}
+
 Runtime Runtime::open(const RuntimeOptions& options) {
   auto impl = std::make_shared<Impl>();
   impl->logger = std::make_unique<detail::Logger>(options.log_level, options.log_sink);
-  impl->load_all(options);
+  // The topology reaches the sim plugin as a file; the name is resolved here, once.
+  RuntimeOptions effective = options;
+  std::optional<std::filesystem::path> asked_file;
+  if (options.sim_topology) {
+    asked_file = resolve_sim_topology(*options.sim_topology, "sim topology");
+    effective.plugin_settings["sim"]["topology"] = asked_file->string();
+  } else if (auto value = detail::secure_env("BACKPLANE_SIM_TOPOLOGY");
+             value && !value->empty() && !effective.plugin_settings["sim"].count("topology")) {
+    std::string file = *value;
+    try {
+      file = resolve_sim_topology(*value, "BACKPLANE_SIM_TOPOLOGY").string();
+    } catch (const InvalidArgument&) {
+      // Passed on as it is: the sim plugin fails on it and says why; the others load.
+    }
+    effective.plugin_settings["sim"]["topology"] = file;
+  }
+  impl->load_all(effective);
+  if (asked_file) impl->check_simulation(*options.sim_topology, *asked_file);
   return Runtime(std::move(impl));
 }
 

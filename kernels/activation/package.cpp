@@ -9,9 +9,10 @@ namespace {
 template <Activation A>
 bp_status* gated(void* context, const bp_gated_activation_args* args) noexcept {
   const auto* host = static_cast<const sdk::Host*>(context);
-  if (!kernels::args_ok(args, BP_GATED_ACTIVATION_ARGS_SIZE_1_4)) {
-    return host->status(BP_INVALID_ARGUMENT,
-                        std::string(op_name(A)) + ": args is NULL or smaller than ABI 1.4's");
+  if (std::string why = sdk::args_size_error(op_name(A), args, BP_GATED_ACTIVATION_ARGS_SIZE_1_4,
+                                             "1.4", "bp_gated_activation_args");
+      !why.empty()) {
+    return host->status(BP_INVALID_ARGUMENT, why);
   }
 #ifdef BACKPLANE_PACKAGE_CUDA
   return kernels::to_bp_status(host, forward_cuda(A, args->input, args->output, args->stream));

@@ -42,10 +42,4 @@ inline bp_status* to_bp_status(const sdk::Host* host, const Status& s) noexcept 
   }
 }
 
-// The args struct is there and at least as large as ABI 1.4's.
-template <class Args>
-bool args_ok(const Args* args, size_t size_1_4) {
-  return args != nullptr && args->struct_size >= size_1_4;
-}
-
 }  // namespace backplane::kernels

@@ -7,8 +7,10 @@ namespace {
 
 bp_status* rms_norm(void* context, const bp_rms_norm_args* args) noexcept {
   const auto* host = static_cast<const sdk::Host*>(context);
-  if (!kernels::args_ok(args, BP_RMS_NORM_ARGS_SIZE_1_4)) {
-    return host->status(BP_INVALID_ARGUMENT, "rms_norm: args is NULL or smaller than ABI 1.4's");
+  if (std::string why = sdk::args_size_error("rms_norm", args, BP_RMS_NORM_ARGS_SIZE_1_4, "1.4",
+                                             "bp_rms_norm_args");
+      !why.empty()) {
+    return host->status(BP_INVALID_ARGUMENT, why);
   }
   const Tensors t{args->input, args->weight, args->residual, args->output};
 #ifdef BACKPLANE_PACKAGE_CUDA

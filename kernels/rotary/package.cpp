@@ -8,9 +8,11 @@ namespace {
 
 bp_status* rotary_embedding(void* context, const bp_rotary_embedding_args* args) noexcept {
   const auto* host = static_cast<const sdk::Host*>(context);
-  if (!kernels::args_ok(args, BP_ROTARY_EMBEDDING_ARGS_SIZE_1_4)) {
-    return host->status(BP_INVALID_ARGUMENT,
-                        "rotary_embedding: args is NULL or smaller than ABI 1.4's");
+  if (std::string why =
+          sdk::args_size_error("rotary_embedding", args, BP_ROTARY_EMBEDDING_ARGS_SIZE_1_4, "1.4",
+                               "bp_rotary_embedding_args");
+      !why.empty()) {
+    return host->status(BP_INVALID_ARGUMENT, why);
   }
   const Tensors t{args->query, args->key, args->cos, args->sin};
   const auto style = static_cast<Style>(args->style);

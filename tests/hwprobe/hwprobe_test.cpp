@@ -68,7 +68,7 @@ TEST(HwprobeJson, ListsTheInTreePlugins) {
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(mps, nullptr);
   EXPECT_EQ((*cpu)["status"], "loaded");
-  EXPECT_EQ((*cpu)["abi_version"], "1.4");
+  EXPECT_EQ((*cpu)["abi_version"], "1.5");
   EXPECT_TRUE((*cpu)["error"].is_null());
 
   const json* cpu_backend = find_by(j["backends"], "type", "cpu");
@@ -272,6 +272,18 @@ TEST(HwprobeSim, VisibilityVariablesApplyAndAreExplained) {
             std::string::npos)
       << explain.out;
   EXPECT_NE(explain.out.find("CUDA_VISIBLE_DEVICES='5,2': 2 devices visible"), std::string::npos);
+}
+
+TEST(HwprobeSim, ABadTopologyFileExitsTwoInsteadOfReportingThisMachine) {
+  const std::filesystem::path bad = std::filesystem::temp_directory_path() /
+                                    ("hwprobe-notjson-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(bad) << "not json";
+  const ProcessResult r = hwprobe({"--sim", bad.string()});
+  std::filesystem::remove(bad);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("hwprobe: sim topology '" + bad.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
 }
 
 TEST(HwprobeSim, UnknownTopologyExitsTwoAndListsTheShippedOnes) {

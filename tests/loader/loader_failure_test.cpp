@@ -149,6 +149,22 @@ INSTANTIATE_TEST_SUITE_P(
                     R"(file_format_version "2.0.0" is not supported; this core reads 1.x.y)"}),
     [](const ::testing::TestParamInfo<BadManifest>& p) { return p.param.test_name; });
 
+TEST_F(LoaderFailureTest, ManifestMinorMustBeWhatTheLibraryReports) {
+  const std::string built = "1." + std::to_string(BP_ABI_VERSION_MINOR);
+  for (const char* declared : {"1.3", "1.9"}) {
+    SCOPED_TRACE(declared);
+    PluginFolder folder;
+    folder.add_manifest("fake_other", fake_library("other"), {"fakeother"}, declared);
+    const Runtime rt = folder.open();
+    const PluginInfo& info = plugin_named(rt, "fake_other");
+    EXPECT_EQ(info.status, PluginStatus::kFailed);
+    EXPECT_EQ(info.error, std::string("the manifest declares ABI ") + declared +
+                              " but the library reports ABI " + built +
+                              "; a manifest's abi_version must be the ABI its library is built "
+                              "against (backplane_add_plugin writes it)");
+  }
+}
+
 TEST_F(LoaderFailureTest, ManifestDeclaresAbiMajor2) {
   dir.add_manifest("fake_future", fake_library("other"), {"fakeother"}, "2.0");
   add_good();

@@ -343,8 +343,8 @@ TEST_F(SearchPathTest, MissingEntryIsSkipped) {
   const Runtime rt = Runtime::open(o);
   ASSERT_EQ(rt.plugins().size(), 1u) << describe(rt);
   EXPECT_EQ(rt.plugins()[0].status, PluginStatus::kLoaded);
-  EXPECT_TRUE(first.log().contains("plugin search path entry " + missing.string() +
-                                   " is not a folder or a file; skipped"))
+  EXPECT_TRUE(first.log().contains("warn: plugin search path entry " + missing.string() +
+                                   " does not exist; skipped (check BACKPLANE_PLUGIN_PATH"))
       << first.log().dump();
 }
 

@@ -9,6 +9,7 @@
 //   EXPECT_TRUE(dir.log().contains("plugin 'fake_good': init"));
 #pragma once
 
+#include <backplane/plugin.h>
 #include <backplane/runtime.hpp>
 
 #include <filesystem>
@@ -49,11 +50,13 @@ class PluginFolder {
 
   const std::filesystem::path& path() const { return folder_.path(); }
 
-  // Writes a well-formed manifest for plugin `name`; returns the manifest's path.
+  // Writes a well-formed manifest for plugin `name`, declaring `abi` (default: this build's,
+  // which the fake plugins' tables report); returns the manifest's path.
   std::filesystem::path add_manifest(const std::string& name,
                                      const std::filesystem::path& library_path,
                                      const std::vector<std::string>& device_types,
-                                     const std::string& abi = "1.1");
+                                     const std::string& abi = "1." +
+                                                              std::to_string(BP_ABI_VERSION_MINOR));
   // Writes `text` as the file `filename` in the folder, as it is; returns its path.
   std::filesystem::path add_raw_manifest(const std::string& filename, const std::string& text);
 

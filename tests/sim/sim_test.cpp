@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -222,6 +223,76 @@ TEST(SimTopology, ABadTopologyFailsTheSimPluginAlone) {
       EXPECT_EQ(p.status, backplane::PluginStatus::kLoaded);
     }
   }
+}
+
+RuntimeOptions sim_only_options() {
+  RuntimeOptions options;
+  options.plugin_path = std::vector<std::filesystem::path>{PLUGIN_BUILD_DIR};
+  options.only_plugins = std::vector<std::string>{"sim", "cpu"};
+  options.log_sink = [](backplane::LogLevel, const std::string&) {};
+  return options;
+}
+
+TEST(SimTopology, TheShippedOnesAreFoundBesideTheLibrary) {
+  EXPECT_EQ(backplane::shipped_topology_directory(),
+            std::filesystem::weakly_canonical(TOPOLOGY_DIR));
+  const std::vector<std::string> names = backplane::shipped_topologies();
+  EXPECT_NE(std::find(names.begin(), names.end(), "h100x8"), names.end());
+  EXPECT_EQ(backplane::resolve_sim_topology("h100x8", "test"),
+            backplane::shipped_topology_directory() / "h100x8.json");
+}
+
+TEST(SimTopology, RuntimeOptionsTakeANameOrAFile) {
+  backplane::testing::ScopedEnvironment env;
+  env.unset("BACKPLANE_SIM_TOPOLOGY");
+  for (const std::string& topology :
+       {std::string("h100x8"), std::string(TOPOLOGY_DIR) + "/h100x8.json"}) {
+    SCOPED_TRACE(topology);
+    RuntimeOptions options = sim_only_options();
+    options.sim_topology = topology;
+    const Runtime runtime = Runtime::open(options);
+    EXPECT_EQ(runtime.devices("cuda").size(), 8u);
+  }
+  // The variable takes shipped names too, without the option.
+  env.set("BACKPLANE_SIM_TOPOLOGY", "h100x8");
+  EXPECT_EQ(Runtime::open(sim_only_options()).devices("cuda").size(), 8u);
+  EXPECT_EQ(RuntimeOptions::from_environment().sim_topology, "h100x8");
+}
+
+TEST(SimTopology, AnAskedForTopologyThatDoesNotComeUpIsAnError) {
+  backplane::testing::ScopedEnvironment env;
+  env.unset("BACKPLANE_SIM_TOPOLOGY");
+  const std::filesystem::path bad =
+      std::filesystem::temp_directory_path() / ("notjson-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(bad) << "this is not json";
+  struct Case {
+    std::string topology;
+    std::vector<std::string> plugins;
+    std::string message;
+  };
+  const Case cases[] = {
+      {bad.string(),
+       {"sim", "cpu"},
+       "sim topology '" + bad.string() + "' (" + bad.string() +
+           ") was asked for, but the sim plugin failed: init failed"},
+      {"dgx-z",
+       {"sim", "cpu"},
+       "sim topology 'dgx-z' is neither a topology file nor a shipped topology; shipped: "},
+      {"h100x8", {"cpu"}, "was asked for, but the sim plugin is not among the selected plugins"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.topology);
+    RuntimeOptions options = sim_only_options();
+    options.only_plugins = c.plugins;
+    options.sim_topology = c.topology;
+    try {
+      Runtime::open(options);
+      ADD_FAILURE() << "opened";
+    } catch (const backplane::InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove(bad);
 }
 
 TEST(SimTopology, InactiveWithoutTheVariable) {

@@ -22,6 +22,8 @@ struct Valid {
   std::optional<int> index;
 };
 
+void PrintTo(const Valid& v, std::ostream* os) { *os << '\'' << v.text << '\''; }
+
 class ValidDeviceString : public ::testing::TestWithParam<Valid> {};
 
 TEST_P(ValidDeviceString, ParsesTypeAndIndex) {
@@ -47,6 +49,8 @@ struct Invalid {
   const char* text;
   const char* message;
 };
+
+void PrintTo(const Invalid& v, std::ostream* os) { *os << '\'' << v.text << '\''; }
 
 class InvalidDeviceString : public ::testing::TestWithParam<Invalid> {};
 
@@ -145,9 +149,53 @@ TEST(DeviceTypeName, LettersAndUnderscoreOnly) {
   EXPECT_FALSE(backplane::is_valid_device_type_name("n-pu"));
 }
 
+TEST_P(InvalidDeviceString, TheOneStringConstructorRefusesTheSameGrammar) {
+  const Invalid& c = GetParam();
+  if (std::string(c.message).rfind("Expected one of", 0) == 0) {
+    // A well-formed name of no builtin type: plugins add types, so the constructor takes it.
+    EXPECT_EQ(Device(c.text).str(), c.text);
+    return;
+  }
+  try {
+    Device device(c.text);
+    FAIL() << "constructed " << device.str();
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), c.message);
+  }
+}
+
+TEST(DeviceValue, OneStringIsADeviceStringAndTwoAreTypeAndIndex) {
+  EXPECT_EQ(Device("cuda:1"), Device("cuda", 1));
+  EXPECT_EQ(Device("cuda:1").type(), "cuda");
+  EXPECT_EQ(Device("cpu"), Device("cpu", std::nullopt));
+  EXPECT_EQ(Device("zpu:3").index(), 3);  // a plugin's own type
+  const struct {
+    std::string type;
+    std::optional<int> index;
+    const char* message;
+  } refused[] = {
+      {"", 0, "Device type '' is not a device type name ([a-zA-Z_]+, such as cpu or cuda)"},
+      {"cuda:1", std::nullopt,
+       "Device type 'cuda:1' is not a device type name ([a-zA-Z_]+, such as cpu or cuda); parse "
+       "a device string such as 'cuda:1' with Device(\"cuda:1\")"},
+      {"cpu", -5, "Device index must not be negative, got -5 for cpu"},
+      {"cu da", 0, "Device type 'cu da' is not a device type name ([a-zA-Z_]+, such as cpu or cuda)"},
+  };
+  for (const auto& c : refused) {
+    SCOPED_TRACE(c.type);
+    try {
+      Device device(c.type, c.index);
+      ADD_FAILURE() << "constructed " << device.str();
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()), c.message);
+    }
+  }
+}
+
 TEST(DeviceValue, EqualityAndPrinting) {
   EXPECT_EQ(Device("cuda", 1), Device("cuda", 1));
   EXPECT_NE(Device("cuda", 1), Device("cuda"));
+  EXPECT_EQ(Device("xpu:2"), Device("xpu", 2));
   EXPECT_NE(Device("cuda", 1), Device("xpu", 1));
   std::ostringstream os;
   os << Device("xpu", 2);

@@ -7,8 +7,10 @@ namespace {
 
 bp_status* sdpa_tiled(void* context, const bp_attention_args* args) noexcept {
   const auto* host = static_cast<const backplane::sdk::Host*>(context);
-  if (args == nullptr || args->struct_size < BP_ATTENTION_ARGS_SIZE_1_3) {
-    return host->status(BP_INVALID_ARGUMENT, "sdpa_tiled: args is NULL or too small");
+  if (std::string why = backplane::sdk::args_size_error(
+          "sdpa_tiled", args, BP_ATTENTION_ARGS_SIZE_1_3, "1.3", "bp_attention_args");
+      !why.empty()) {
+    return host->status(BP_INVALID_ARGUMENT, why);
   }
   backplane::attention::Tensors tensors;
   tensors.query = args->query;

@@ -1,9 +1,9 @@
 #include "command.hpp"
 
+#include <backplane/sim_topology.hpp>
+
 #include <cstdlib>
 #include <iostream>
-
-#include "topology_option.hpp"
 
 namespace po = boost::program_options;
 
@@ -14,8 +14,8 @@ void add_common_options(po::options_description& description, CommonOptions& com
       "log", po::value(&common.log_level)->value_name("LEVEL"),
       "error|warn|info|debug: why each plugin was taken or skipped (overrides BACKPLANE_LOG)")(
       "sim", po::value(&common.sim)->value_name("NAME|FILE"),
-      "simulate a topology: a shipped one by name (h100x8, mi300x8, ...) or a JSON file; sets "
-      "BACKPLANE_SIM_TOPOLOGY")(
+      "simulate a topology: a shipped one by name (h100x8, mi300x8, ...) or a JSON file (as "
+      "BACKPLANE_SIM_TOPOLOGY)")(
       "isolate", po::bool_switch(&common.isolate),
       "probe each plugin in a child process first; one that crashes, hangs or exits in init is "
       "reported as failed (as BACKPLANE_ISOLATE=1; timeout: BACKPLANE_ISOLATE_TIMEOUT, 10 s)")(
@@ -24,12 +24,10 @@ void add_common_options(po::options_description& description, CommonOptions& com
 }
 
 backplane::Runtime open_runtime(const CommonOptions& common) {
-  if (!common.sim.empty()) {
-    // The sim plugin reads its topology from the environment, as it does in every host app.
-    const std::string topology = resolve_topology(common.sim).string();
-    ::setenv("BACKPLANE_SIM_TOPOLOGY", topology.c_str(), 1);
-  }
   backplane::RuntimeOptions options = backplane::RuntimeOptions::from_environment();
+  // A topology asked for and not brought up is an error (Runtime::open), never the real machine.
+  if (!common.sim.empty())
+    options.sim_topology = backplane::resolve_sim_topology(common.sim, "--sim").string();
   if (!common.log_level.empty()) {
     options.log_level = backplane::parse_log_level(common.log_level, "--log");
   }

@@ -29,7 +29,7 @@ struct CommonOptions {
 void add_common_options(boost::program_options::options_description& description,
                         CommonOptions& common);
 
-// Applies --sim (sets BACKPLANE_SIM_TOPOLOGY), --log and --isolate, then opens the runtime.
+// Applies --sim (RuntimeOptions::sim_topology), --log and --isolate, then opens the runtime.
 backplane::Runtime open_runtime(const CommonOptions& common);
 
 // The commands, in the order `hwprobe --help` lists them. The first, "report", runs when the

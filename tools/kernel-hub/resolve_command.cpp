@@ -1,13 +1,13 @@
 // kernel-hub resolve org/repo [--device D] [--revision R] [--sim NAME|FILE]
 //                   [--backend-version X.Y] [--torch-version X.Y] [--load [--lock FILE]]
 #include <backplane/backplane.hpp>
+#include <backplane/sim_topology.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <iostream>
 
-#include "../hwprobe/topology_option.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
@@ -57,11 +57,11 @@ int run_resolve(const std::vector<std::string>& args) {
   if (!lock_file.empty() && !load) {
     throw backplane::InvalidArgument("--lock is used only with --load");
   }
+  backplane::RuntimeOptions runtime_options = backplane::RuntimeOptions::from_environment();
   if (!sim.empty()) {
-    // The sim plugin reads its topology from the environment, as it does in every host app.
-    ::setenv("BACKPLANE_SIM_TOPOLOGY", hwprobe::resolve_topology(sim).string().c_str(), 1);
+    runtime_options.sim_topology = backplane::resolve_sim_topology(sim, "--sim").string();
   }
-  const backplane::Runtime runtime = backplane::Runtime::open();
+  const backplane::Runtime runtime = backplane::Runtime::open(runtime_options);
   const backplane::Device device = device_text.empty()
                                        ? backplane::select_pipeline_device(runtime, {}).device
                                        : runtime.parse_device(device_text);

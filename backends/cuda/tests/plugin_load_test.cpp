@@ -2,6 +2,7 @@
 // Where there is no driver (the usual build machine) it must load and register `cuda` as
 // unavailable with the driver's dlopen error; where there is one, the backend must be
 // available or say which driver call failed.
+#include <backplane/plugin.h>
 #include <gtest/gtest.h>
 #include <backplane/device_info.hpp>
 #include <backplane/runtime.hpp>
@@ -56,7 +57,7 @@ TEST(CudaPlugin, LoadsAndRegistersTheCudaType) {
   const backplane::PluginInfo& plugin = runtime.plugins()[0];
   EXPECT_EQ(plugin.name, "cuda");
   EXPECT_EQ(plugin.status, backplane::PluginStatus::kLoaded) << plugin.error;
-  EXPECT_EQ(plugin.abi_version, "1.4");
+  EXPECT_EQ(plugin.abi_version, "1." + std::to_string(BP_ABI_VERSION_MINOR));
   EXPECT_EQ(plugin.version, "0.1.0");
 
   const backplane::BackendInfo* cuda = runtime.backend("cuda");

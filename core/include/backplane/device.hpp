@@ -14,7 +14,14 @@ namespace backplane {
 // A device type and an optional index: `cuda`, `cuda:3`, `cpu`. A plain value type.
 class BACKPLANE_API Device {
  public:
-  explicit Device(std::string type, std::optional<int> index = std::nullopt);
+  // A device string with c10's grammar and messages, as c10::Device("cuda:1") parses it: a type
+  // of [a-zA-Z_]+ and an optional index without sign or leading zeros; cpu takes no index but 0.
+  // Any well-formed type is taken, since plugins add types; Runtime::parse_device also checks
+  // that a plugin registered it. Throws InvalidArgument ("Invalid device string: 'cuda:-1'").
+  explicit Device(std::string_view text);
+  // A type and an index. Throws InvalidArgument for an empty or malformed type (a device string
+  // such as "cuda:1" belongs in the one-argument form) and for a negative index.
+  Device(std::string type, std::optional<int> index);
 
   const std::string& type() const { return type_; }
   std::optional<int> index() const { return index_; }

@@ -29,6 +29,21 @@ struct KernelInfo {
 // 7.5"); empty when it can.
 BACKPLANE_API std::string kernel_mismatch(const KernelInfo& kernel, const DeviceInfo& device);
 
+// One attention_forward call in C++ terms: softmax(q k^T * scale [+ mask]) v into `output`.
+// Tensors are DLPack, borrowed for the call (LibTorch: at::toDLPack; the bridge's
+// backplane::torch::Attention does this for at::Tensor). AttentionKernel fills the ABI's
+// bp_attention_args from it, struct_size included.
+struct AttentionArguments {
+  const DLTensor* query = nullptr;   // [batch, heads, seq_q, head_dim]
+  const DLTensor* key = nullptr;     // [batch, kv_heads, seq_k, head_dim]
+  const DLTensor* value = nullptr;   // [batch, kv_heads, seq_k, head_dim]
+  const DLTensor* output = nullptr;  // the shape of query
+  const DLTensor* mask = nullptr;    // none; or bool (true: attend) / additive, broadcastable
+  bool causal = false;               // bottom-right aligned, as transformers' sdpa
+  std::optional<double> scale;       // default 1 / sqrt(head_dim)
+  void* stream = nullptr;            // the device's stream; nullptr: the default one
+};
+
 // An attention_forward kernel ready to call. Keeps the plugin loaded while it lives.
 class BACKPLANE_API AttentionKernel {
  public:
@@ -36,6 +51,9 @@ class BACKPLANE_API AttentionKernel {
                   std::shared_ptr<const void> owner);
   const KernelInfo& info() const { return info_; }
   // Runs the kernel; throws InvalidArgument with the kernel's message when it refuses the call.
+  void operator()(const AttentionArguments& arguments) const;
+  // The same with the ABI's struct as the caller filled it; a struct_size below ABI 1.3's
+  // (an `args{}` left at 0) is refused here, naming the size expected.
   void operator()(const bp_attention_args& args) const;
 
  private:

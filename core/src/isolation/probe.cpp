@@ -53,12 +53,13 @@ void write_all(int fd, const char* data, size_t size) {
 
 // The child: never returns. _exit skips the parent's atexit handlers and static destructors,
 // which belong to the parent.
-[[noreturn]] void run_child(int report_fd, const Manifest& manifest, const Registry& committed) {
+[[noreturn]] void run_child(int report_fd, const Manifest& manifest, const Registry& committed,
+                            const PluginSettings& settings) {
   try {
     const Logger silent(LogLevel::kError, [](LogLevel, const std::string&) {});
     Registry registered;
     std::unique_ptr<LoadedPlugin> plugin =
-        LoadedPlugin::load(manifest, silent, committed, registered);
+        LoadedPlugin::load(manifest, silent, committed, registered, settings);
     write_all(report_fd, &kInitDoneByte, 1);
     plugin.reset();  // shutdown, then unload
     write_all(report_fd, &kCompletedByte, 1);
@@ -100,7 +101,7 @@ std::string probe_timeout_reason(ProbeStage stage, std::chrono::milliseconds tim
 }
 
 ProbeOutcome probe_in_child(const Manifest& manifest, const Registry& committed,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, const PluginSettings& settings) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return {false, std::string("cannot isolate: pipe failed: ") + std::strerror(errno)};
@@ -116,7 +117,7 @@ ProbeOutcome probe_in_child(const Manifest& manifest, const Registry& committed,
   }
   if (child == 0) {
     ::close(fds[0]);
-    run_child(fds[1], manifest, committed);
+    run_child(fds[1], manifest, committed, settings);
   }
   ::close(fds[1]);
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 
+#include "../host_api.hpp"
 #include "../manifest.hpp"
 #include "../registry.hpp"
 
@@ -33,6 +34,6 @@ std::string probe_timeout_reason(ProbeStage stage, std::chrono::milliseconds tim
 // init and shutdown, unloads it and reports through a pipe. The parent waits up to `timeout`,
 // then kills the child. Never throws for what the plugin does.
 ProbeOutcome probe_in_child(const Manifest& manifest, const Registry& committed,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout, const PluginSettings& settings = {});
 
 }  // namespace backplane::detail

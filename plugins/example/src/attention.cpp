@@ -1,5 +1,7 @@
 #include "attention.hpp"
 
+#include <backplane/plugin_sdk.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -114,7 +116,11 @@ std::string check_shapes(View& q, View& k, View& v, View& out, View* mask) {
 }  // namespace
 
 std::string attention_forward(const bp_attention_args& args) {
-  if (args.struct_size < BP_ATTENTION_ARGS_SIZE_1_3) return "args is smaller than ABI 1.3's";
+  if (std::string why = backplane::sdk::args_size_error(
+          "attention_forward", &args, BP_ATTENTION_ARGS_SIZE_1_3, "1.3", "bp_attention_args");
+      !why.empty()) {
+    return why;
+  }
   View q, k, v, out, mask;
   for (auto [name, tensor, view] :
        {std::tuple{"query", args.query, &q}, std::tuple{"key", args.key, &k},

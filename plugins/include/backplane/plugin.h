@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_VERSION_MAJOR 1
-#define BP_ABI_VERSION_MINOR 4
+#define BP_ABI_VERSION_MINOR 5
 
 #if defined(_WIN32)
 #define BP_PLUGIN_EXPORT __declspec(dllexport)
@@ -102,6 +102,11 @@ typedef struct bp_host_api {
   void (*status_free)(bp_host_context* context, bp_status* status);
   /* The message of a status; valid until the status is freed or returned. */
   const char* (*status_message)(bp_host_context* context, const bp_status* status);
+  /* ---- 1.5 ---- */
+  /* The value the host application gave this plugin for `key` (RuntimeOptions::plugin_settings;
+   * the sim plugin's "topology"), or NULL when it gave none. Valid until shutdown returns.
+   * Thread-safe. A plugin checks struct_size first: a 1.4 host has no such field. */
+  const char* (*setting)(bp_host_context* context, const char* key);
 } bp_host_api;
 #define BP_HOST_API_SIZE_1_0 BP_STRUCT_SIZE(bp_host_api, log)
 

@@ -55,10 +55,36 @@ class Host {
     return api_->status_new(api_->context, code, message.c_str());
   }
   uint32_t abi_minor() const { return api_->abi_minor; }
+  // Whether the host passes settings (ABI 1.5 and later).
+  bool has_settings() const {
+    return api_->struct_size >= BP_STRUCT_SIZE(bp_host_api, setting) && api_->setting != nullptr;
+  }
+  // The host application's setting `key` for this plugin; nullopt when it gave none or is older
+  // than ABI 1.5.
+  std::optional<std::string> setting(const std::string& key) const {
+    if (!has_settings()) return std::nullopt;
+    const char* value = api_->setting(api_->context, key.c_str());
+    return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+  }
 
  private:
   const bp_host_api* api_;
 };
+
+// Why an op's args struct cannot be read, for the status a kernel returns: NULL, or a
+// struct_size below `needed` (the BP_*_ARGS_SIZE_* of the ABI version `version` that defines the
+// fields the op reads). Empty when it can be read. `type` names the struct for the fix:
+//   "rms_norm: args.struct_size is 8, smaller than ABI 1.4's 56; set it to
+//    sizeof(bp_rms_norm_args)"
+template <class Args>
+std::string args_size_error(const char* op, const Args* args, size_t needed, const char* version,
+                            const char* type) {
+  if (args == nullptr) return std::string(op) + ": args is NULL";
+  if (args->struct_size >= needed) return {};
+  return std::string(op) + ": args.struct_size is " + std::to_string(args->struct_size) +
+         ", smaller than ABI " + version + "'s " + std::to_string(needed) + "; set it to sizeof(" +
+         type + ")";
+}
 
 struct DeviceTypeSpec {
   std::string name;
