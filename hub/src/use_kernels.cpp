@@ -120,8 +120,9 @@ void LayerKernels::bind() {
   for (const std::string& layer : mapping_.layers()) {
     const LayerKernelChoice choice = mapping_.lookup(layer, hub_, mode, options_.fallback);
     if (!choice.entry) {
+      // Every layer that keeps its own forward says so (the kernels library only logs some).
       reasons[layer] = choice.reason;
-      if (choice.warn) warn_once(warnings, choice.reason);
+      warn_once(warnings, "layer `" + layer + "` keeps its own forward: " + choice.reason);
       continue;
     }
     const LayerKernelRef& ref = choice.entry->kernel;
@@ -154,6 +155,7 @@ void LayerKernels::bind() {
                               "` has no backward; using the original forward in mode " + mode.str();
       if (!options_.fallback.no_compatible_mode) throw InvalidArgument(why);
       reasons[layer] = why;
+      warn_once(warnings, why);
       continue;
     }
     const PackageFunction* function = metadata.function(in_package->function);
@@ -175,6 +177,7 @@ void LayerKernels::bind() {
   bound_ = std::move(bound);
   reasons_ = std::move(reasons);
   warnings_ = std::move(warnings);
+  for (const std::string& w : warnings_) tell_warning(options_.on_warning, w);
 }
 
 }  // namespace backplane::hub

@@ -75,6 +75,41 @@ TEST(PluginKernels, SdpaThroughTheAbiMatchesEager) {
   EXPECT_LE(worst, 1e-5 * largest);
 }
 
+TEST(PluginKernels, AttentionArgumentsFillTheAbiStruct) {
+  const Runtime runtime = open_cpu();
+  const backplane::AttentionKernel sdpa =
+      runtime.attention_kernel(backplane::Device("cpu"), "sdpa");
+  const auto q = tensor({1, 4, 5, 16}), k = tensor({1, 2, 9, 16}), v = tensor({1, 2, 9, 16});
+  auto cpp = tensor({1, 4, 5, 16}, false), raw = tensor({1, 4, 5, 16}, false);
+  backplane::AttentionArguments arguments;
+  arguments.query = &q.dl;
+  arguments.key = &k.dl;
+  arguments.value = &v.dl;
+  arguments.output = &cpp.dl;
+  arguments.causal = true;
+  arguments.scale = 0.3;
+  sdpa(arguments);
+  bp_attention_args args = args_for(q, k, v, raw, true);
+  args.scale = 0.3;
+  sdpa(args);
+  EXPECT_EQ(cpp.data, raw.data);
+  EXPECT_NE(cpp.data, tensor({1, 4, 5, 16}, false).data);  // something was written
+  // The raw struct left at struct_size 0 is refused with the size to set.
+  bp_attention_args empty{};
+  try {
+    sdpa(empty);
+    FAIL() << "accepted";
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "attention_forward/sdpa on cpu: bp_attention_args.struct_size is 0, smaller than "
+              "ABI 1.3's " +
+                  std::to_string(BP_ATTENTION_ARGS_SIZE_1_3) +
+                  "; set it to sizeof(bp_attention_args) (" +
+                  std::to_string(sizeof(bp_attention_args)) +
+                  "), or call with backplane::AttentionArguments");
+  }
+}
+
 TEST(PluginKernels, ARefusedCallIsAnErrorWithTheKernelsMessage) {
   const Runtime runtime = open_cpu();
   const backplane::AttentionKernel sdpa =

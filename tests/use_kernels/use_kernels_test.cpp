@@ -110,7 +110,22 @@ TEST_F(UseKernelsTest, TrainingKeepsTheLayersAndSwitchingBackRebinds) {
 
 TEST_F(UseKernelsTest, AMissingPackageKeepsTheLayerWithAWarningOrFails) {
   store.remove(backplane::hub::RepoId::parse("backplane/rotary", "test"), std::nullopt);
+  // By default the warning goes to stderr, once per process.
+  ::testing::internal::CaptureStderr();
   const LayerKernels kernels = LayerKernels::use_kernels(runtime, Device("cpu"), store);
+  LayerKernels::use_kernels(runtime, Device("cpu"), store);
+  const std::string told = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(told, "backplane: warn: " + kernels.warnings().at(0) + "\n");
+  // A handler receives it instead, at every binding.
+  std::vector<std::string> handled;
+  UseKernelsOptions handler;
+  handler.on_warning = [&](const std::string& w) { handled.push_back(w); };
+  LayerKernels handled_kernels = LayerKernels::use_kernels(runtime, Device("cpu"), store, handler);
+  EXPECT_EQ(handled, kernels.warnings());
+  handled_kernels.set_mode(KernelMode::training());  // no training kernels: each layer says so
+  EXPECT_GE(handled.size(), 1u + 4u);
+  EXPECT_NE(handled.back().find("keeps its own forward: no kernel for layer `"), std::string::npos)
+      << handled.back();
   EXPECT_EQ(kernels.find("RotaryEmbedding"), nullptr);
   EXPECT_NE(kernels.find("RMSNorm"), nullptr);
   ASSERT_EQ(kernels.warnings().size(), 1u);

@@ -12,22 +12,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
-#include <mutex>
-#include <set>
 #include <string>
 
 namespace backplane::torch {
 namespace {
 
 constexpr const char* kWho = "backplane::torch::attention: ";
-
-void warn_once(const std::string& warning) {
-  static std::mutex mutex;
-  static std::set<std::string> told;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (told.insert(warning).second) std::cerr << "backplane: warn: " << warning << "\n";
-}
 
 std::string shape(const at::Tensor& t) {
   std::string out = "[";
@@ -75,7 +65,7 @@ void* current_stream(const c10::Device& device) {
 
 const std::vector<std::string>& tell(const std::vector<std::string>& warnings,
                                      const WarningHandler& on_warning) {
-  for (const std::string& w : warnings) on_warning ? on_warning(w) : warn_once(w);
+  for (const std::string& w : warnings) tell_warning(on_warning, w);
   return warnings;
 }
 

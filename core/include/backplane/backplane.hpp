@@ -19,3 +19,4 @@
 #include <backplane/units.hpp>
 #include <backplane/version.hpp>
 #include <backplane/visibility.hpp>
+#include <backplane/warnings.hpp>

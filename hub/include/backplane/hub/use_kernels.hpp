@@ -13,6 +13,7 @@
 #include <backplane/hub/store.hpp>
 #include <backplane/kernel_mapping.hpp>
 #include <backplane/runtime.hpp>
+#include <backplane/warnings.hpp>
 
 #include <map>
 #include <optional>
@@ -34,6 +35,9 @@ struct UseKernelsOptions {
   LoadOptions load;  // kernels.lock and trust
   // The system the variants are chosen for; default system_facts(device, its Hub key).
   std::optional<SystemFacts> system;
+  // Each warning of a binding (a layer that keeps its own forward, and why), as it is made;
+  // unset: once per process to stderr (warnings.hpp), as the kernels library logs them.
+  WarningHandler on_warning;
 };
 
 // A layer bound to its kernel. `kernel.function` has the op's function type from plugin.h
@@ -68,7 +72,8 @@ class BACKPLANE_API LayerKernels {
   const Device& device() const { return device_; }
   const KernelMapping& mapping() const { return mapping_; }
   // The warnings of the last binding, word for word (the kernels library's for an unmapped
-  // layer; "kernel ... could not be loaded" for a missing package), each once.
+  // layer; "kernel ... could not be loaded" for a missing package; a training layer without a
+  // backward), each once. Each was also told to options.on_warning (or stderr) when made.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:

@@ -14,6 +14,7 @@
 #include <backplane/attention.hpp>
 #include <backplane/kernels.hpp>
 #include <backplane/runtime.hpp>
+#include <backplane/warnings.hpp>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -43,8 +44,8 @@ struct AttentionOptions : AttentionArgs {
 };
 
 // Receives each warning of a resolution. Unset: each distinct warning is written once per
-// process to stderr ("backplane: warn: ..."), like transformers' warning_once.
-using WarningHandler = std::function<void(const std::string& warning)>;
+// process to stderr ("backplane: warn: ..."), like transformers' warning_once (warnings.hpp).
+using WarningHandler = backplane::WarningHandler;
 
 // An attention kernel resolved once for one device, called many times.
 class Attention {
