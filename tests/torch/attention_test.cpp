@@ -254,7 +254,7 @@ TEST(BridgeAttentionErrors, NameTheArgumentAndWhatIsAccepted) {
                    "[4, 3, 8]");
   expect_error([&] { attn(q, kv.to(at::kHalf), kv); },
                who +
-                   "key has dtype Half but query has Float; query, key and value must share "
+                   "key has dtype float16 but query has float32; query, key and value must share "
                    "one dtype");
   expect_error([&] { attn(q.to(at::kDouble), kv.to(at::kDouble), kv.to(at::kDouble)); },
                who +
@@ -264,7 +264,7 @@ TEST(BridgeAttentionErrors, NameTheArgumentAndWhatIsAccepted) {
   bad_out.out = at::empty({1, 4, 3, 4}, f32);
   expect_error([&] { attn(q, kv, kv, bad_out); },
                who +
-                   "out is Float [1, 4, 3, 4]; expected Float [1, 4, 3, 8] (query's dtype, "
+                   "out is float32 [1, 4, 3, 4]; expected float32 [1, 4, 3, 8] (query's dtype, "
                    "value's head_dim)");
   AttentionArgs bad_scale;
   bad_scale.scale = 0.0;

@@ -62,6 +62,18 @@ TEST(DLPackDtype, TableBothWays) {
   }
 }
 
+TEST(DLPackDtype, MessagesNameDtypesAsTorchDoes) {
+  const std::pair<at::ScalarType, const char*> names[] = {{at::kFloat, "float32"},
+                                                          {at::kInt, "int32"},
+                                                          {at::kLong, "int64"},
+                                                          {at::kHalf, "float16"},
+                                                          {at::kBFloat16, "bfloat16"},
+                                                          {at::kBool, "bool"},
+                                                          {at::kComplexFloat, "complex64"},
+                                                          {at::kFloat8_e4m3fn, "float8_e4m3fn"}};
+  for (const auto& [type, name] : names) EXPECT_EQ(dtype_name(type), name);
+}
+
 TEST(DLPackDtype, UnsupportedOnesNameWhatIsAccepted) {
   const std::string supported =
       "supported: float32, float64, float16, bfloat16, bool, uint8, int8, int16, int32, int64";
@@ -70,7 +82,7 @@ TEST(DLPackDtype, UnsupportedOnesNameWhatIsAccepted) {
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()),
-              "dtype ComplexFloat has no DLPack mapping in backplane::torch; " + supported);
+              "dtype complex64 has no DLPack mapping in backplane::torch; " + supported);
   }
   try {
     torch_dtype(DLDataType{kDLFloat, 32, 4});
@@ -284,7 +296,7 @@ TEST(DLPackView, TensorsWithoutADLPackViewAreErrors) {
        "mask has layout Sparse; DLPack views need a strided (dense) tensor"},
       {"conjugated", complex.conj(), "mask has its conjugate bit set; call resolve_conj() first"},
       {"complex", complex,
-       "mask: dtype ComplexFloat has no DLPack mapping in backplane::torch; supported: float32, "
+       "mask: dtype complex64 has no DLPack mapping in backplane::torch; supported: float32, "
        "float64, float16, bfloat16, bool, uint8, int8, int16, int32, int64"},
       {"meta", at::empty({2}, at::TensorOptions(at::kFloat).device(at::kMeta)),
        "mask: device 'meta' has no DLPack device type; DLPack names cpu, cuda, rocm, xpu, mps"},

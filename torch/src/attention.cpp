@@ -37,7 +37,7 @@ void check_4d(const at::Tensor& t, const char* name, const char* layout) {
 }
 
 std::string dtype_of(const at::Tensor& t) {
-  return c10::toString(t.scalar_type());
+  return dtype_name(t.scalar_type());
 }
 
 // c10 reads an index-less device as "the current one", and CPU tensors carry no index.

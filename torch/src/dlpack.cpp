@@ -7,6 +7,7 @@
 
 #include <ATen/ops/from_blob.h>
 
+#include <cctype>
 #include <memory>
 #include <sstream>
 #include <utility>
@@ -132,7 +133,7 @@ DLDataType dlpack_dtype(at::ScalarType type) {
     if (d.torch == type) return d.dlpack;
   }
   throw InvalidArgument(
-      std::string("dtype ") + c10::toString(type) +
+      "dtype " + dtype_name(type) +
       " has no DLPack mapping in backplane::torch; supported: " + supported_dtypes());
 }
 
@@ -143,6 +144,26 @@ at::ScalarType torch_dtype(DLDataType type) {
   throw InvalidArgument(
       "DLPack dtype " + dtype_name(type) +
       " has no LibTorch mapping in backplane::torch; supported: " + supported_dtypes());
+}
+
+std::string dtype_name(at::ScalarType type) {
+  for (const DtypeName& d : kDtypes) {
+    if (d.torch == type) return d.name;
+  }
+  // The ones without a DLPack mapping here, by torch's Python names.
+  switch (type) {
+    case at::kComplexHalf:
+      return "complex32";
+    case at::kComplexFloat:
+      return "complex64";
+    case at::kComplexDouble:
+      return "complex128";
+    default:
+      break;
+  }
+  std::string name = c10::toString(type);  // "Float8_e4m3fn" -> "float8_e4m3fn"
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 std::string dtype_name(DLDataType type) {

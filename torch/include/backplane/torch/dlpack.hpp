@@ -23,6 +23,10 @@ DLDataType dlpack_dtype(at::ScalarType type);
 at::ScalarType torch_dtype(DLDataType type);
 // "float32", "bfloat16", "bool", "int8", ..., or "code 5, 64 bits, 1 lanes" when unnamed.
 std::string dtype_name(DLDataType type);
+// The torch name of a LibTorch dtype, as Python prints it without "torch.": at::kFloat is
+// "float32", at::kInt "int32", at::kComplexFloat "complex64". Every message of the bridge names
+// dtypes this way.
+std::string dtype_name(at::ScalarType type);
 
 // A DLTensor that views a tensor's memory: data is the tensor's data pointer (its storage offset
 // included, byte_offset 0), shape and strides (in elements) are copies held here, so later
