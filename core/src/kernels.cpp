@@ -40,14 +40,6 @@ void AttentionKernel::operator()(const AttentionArguments& arguments) const {
 }
 
 void AttentionKernel::operator()(const bp_attention_args& args) const {
-  if (args.struct_size < BP_ATTENTION_ARGS_SIZE_1_3) {
-    throw InvalidArgument(info_.op + "/" + info_.implementation + " on " + info_.device_type +
-                          ": bp_attention_args.struct_size is " + std::to_string(args.struct_size) +
-                          ", smaller than ABI 1.3's " + std::to_string(BP_ATTENTION_ARGS_SIZE_1_3) +
-                          "; set it to sizeof(bp_attention_args) (" +
-                          std::to_string(sizeof(bp_attention_args)) +
-                          "), or call with backplane::AttentionArguments");
-  }
   detail::StatusPtr status = detail::adopt(function_(context_, &args));
   if (status) {
     throw InvalidArgument(info_.op + "/" + info_.implementation + " on " + info_.device_type +

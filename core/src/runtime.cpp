@@ -33,6 +33,10 @@ const char* to_string(PluginStatus status) {
   return "unknown";
 }
 
+std::ostream& operator<<(std::ostream& os, PluginStatus status) {
+  return os << to_string(status);
+}
+
 namespace {
 
 // "1" or "0" (empty reads as 0).

@@ -443,9 +443,20 @@ INSTANTIATE_TEST_SUITE_P(
                   .available({"cpu", "mps"})
                   .with(kernel("flash_attention_3", "cuda", "cuda", ComputeCapability{8, 0})),
               "flash_attention_3", Kind::kUnavailable,
+              // transformers says "CPU" here too; the device it was asked for is named.
               kPreface3 +
-                  "FlashAttention3 is not available on CPU. Please make sure you are on any of "
+                  "FlashAttention3 is not available on mps:0. Please make sure you are on any of "
                   "the supported devices: ('cuda',)."},
+        Fails{"fa2_on_a_plugins_own_device_type",
+              Machine()
+                  .on("zpu", "zpu")
+                  .available({"cpu", "zpu"})
+                  .with(kernel("flash_attention_2", "cuda", "cuda", ComputeCapability{8, 0})),
+              "flash_attention_2", Kind::kUnavailable,
+              kPreface2 +
+                  "FlashAttention2 is not available on zpu:0. Please make sure you are on any of "
+                  "the supported devices: " +
+                  kFa2Devices + "."},
         Fails{"no_hub_fallback_where_npus_are",
               Machine()
                   .on("cuda", "cuda", ComputeCapability{8, 0})

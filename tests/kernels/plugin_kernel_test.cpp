@@ -101,12 +101,10 @@ TEST(PluginKernels, AttentionArgumentsFillTheAbiStruct) {
     FAIL() << "accepted";
   } catch (const backplane::InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()),
-              "attention_forward/sdpa on cpu: bp_attention_args.struct_size is 0, smaller than "
-              "ABI 1.3's " +
+              "attention_forward/sdpa on cpu: attention_forward: args.struct_size is 0, smaller "
+              "than ABI 1.3's " +
                   std::to_string(BP_ATTENTION_ARGS_SIZE_1_3) +
-                  "; set it to sizeof(bp_attention_args) (" +
-                  std::to_string(sizeof(bp_attention_args)) +
-                  "), or call with backplane::AttentionArguments");
+                  "; set it to sizeof(bp_attention_args)");
   }
 }
 

@@ -154,6 +154,18 @@ if(NOT layer_kernel MATCHES "^example-vendor/npu-layers")
                       "example-vendor/npu-layers: ${report}")
 endif()
 
+# The text report shows the plugin's own properties as it gives them: cores, no threads or NUMA.
+run(${with_devices} ${prefix}/bin/hwprobe)
+if(NOT out MATCHES "npu:0 +Example NPU N1 +16.0 GiB +en1; 8 cores\n")
+  message(FATAL_ERROR "hwprobe's text report shows npu:0 as: ${out}")
+endif()
+if(out MATCHES " threads, ")
+  string(REGEX MATCH "npu:0[^\n]*" line "${out}")
+  if(line MATCHES "threads")
+    message(FATAL_ERROR "npu:0 shows threads it does not report: ${line}")
+  endif()
+endif()
+
 # Training selection takes the NPU (priority 50, before the cpu's 1000).
 run(${with_devices} ${prefix}/bin/hwprobe select --for training --json)
 string(JSON device GET "${out}" device)

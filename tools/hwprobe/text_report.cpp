@@ -41,10 +41,16 @@ std::string details(const backplane::DeviceInfo& d) {
   std::vector<std::string> parts;
   if (d.compute_capability) parts.push_back("compute " + d.compute_capability->str());
   if (!d.arch.empty()) parts.push_back(d.arch);
-  if (std::string cores = int_property(d, "cores"); !cores.empty()) {
-    parts.push_back(cores + " cores, " + int_property(d, "threads") + " threads, " +
-                    int_property(d, "numa_nodes") + " NUMA");
+  // "2 cores, 4 threads, 1 NUMA", each part only when the plugin reports it.
+  std::string topology;
+  for (const auto& [property, unit] : {std::pair<const char*, const char*>{"cores", " cores"},
+                                       {"threads", " threads"},
+                                       {"numa_nodes", " NUMA"}}) {
+    if (std::string value = int_property(d, property); !value.empty()) {
+      topology += (topology.empty() ? "" : ", ") + value + unit;
+    }
   }
+  if (!topology.empty()) parts.push_back(topology);
   if (const backplane::Property* simd = d.property("simd")) {
     if (const auto* list = std::get_if<std::vector<std::string>>(&simd->value);
         list && !list->empty()) {

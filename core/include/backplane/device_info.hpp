@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -90,6 +91,8 @@ struct BackendInfo {
 };
 
 enum class PluginStatus { kLoaded, kFailed, kDisabled };
+// "loaded", "failed", "disabled"; also what GoogleTest prints for one.
+BACKPLANE_API std::ostream& operator<<(std::ostream& os, PluginStatus status);
 
 BACKPLANE_API const char* to_string(PluginStatus status);
 

@@ -52,8 +52,8 @@ class BACKPLANE_API AttentionKernel {
   const KernelInfo& info() const { return info_; }
   // Runs the kernel; throws InvalidArgument with the kernel's message when it refuses the call.
   void operator()(const AttentionArguments& arguments) const;
-  // The same with the ABI's struct as the caller filled it; a struct_size below ABI 1.3's
-  // (an `args{}` left at 0) is refused here, naming the size expected.
+  // The same with the ABI's struct as the caller filled it (struct_size = sizeof args; the
+  // kernel refuses one below ABI 1.3's, naming the size to set).
   void operator()(const bp_attention_args& args) const;
 
  private:

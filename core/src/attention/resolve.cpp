@@ -160,7 +160,9 @@ AttentionResolution hub(AttentionResolution resolution, const HubKernelId& id) {
                     return detail::among_torch_devices(type, flash.supported_devices);
                   });
   const std::string supported = detail::python_tuple(flash.supported_devices);
-  if (!machine_has_device) {
+  // transformers' words when it runs on the CPU; a device of another type is named instead (a
+  // plugin's zpu:0 is not "CPU").
+  if (!machine_has_device && device.device.type() == "cpu") {
     throw Unavailable(preface + name +
                       " is not available on CPU. Please make sure you are on any of the "
                       "supported devices: " +
