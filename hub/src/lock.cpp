@@ -188,20 +188,24 @@ std::string LockFile::dump() const {
 }
 
 std::vector<std::string> file_differences(const std::map<std::string, std::string>& expected,
-                                          const VariantDigest& found) {
+                                          const VariantDigest& found, std::string_view expected_as,
+                                          std::string_view list) {
+  const std::string as(expected_as);
   std::vector<std::string> out;
   std::map<std::string, std::string> present;
   for (const FileDigest& f : found.files) present[f.path] = f.sha256;
   for (const auto& [path, hash] : expected) {
     auto it = present.find(path);
     if (it == present.end()) {
-      out.push_back(path + ": missing (locked " + hash + ")");
+      out.push_back(path + ": missing (" + as + " " + hash + ")");
     } else if (it->second != hash) {
-      out.push_back(path + ": content differs (locked " + hash + ", found " + it->second + ")");
+      out.push_back(path + ": content differs (" + as + " " + hash + ", found " + it->second + ")");
     }
   }
   for (const auto& [path, hash] : present) {
-    if (!expected.count(path)) out.push_back(path + ": not in the lock (found " + hash + ")");
+    if (!expected.count(path)) {
+      out.push_back(path + ": not in " + std::string(list) + " (found " + hash + ")");
+    }
   }
   return out;
 }

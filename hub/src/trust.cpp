@@ -114,7 +114,8 @@ TrustDecision TrustPolicy::decide(const RepoId& repo, const std::string& variant
         own_mismatch = "this build produced no " + variant + " variant of it";
       } else {
         const std::vector<std::string> differences =
-            file_differences(files->second, digest_variant(variant_folder));
+            file_differences(files->second, digest_variant(variant_folder), "built",
+                             "what this build produced");
         if (differences.empty()) {
           return {true, "its files are exactly those of " + id + " (" + variant +
                             ") as this build produced it (" + own_packages->source.string() +

@@ -1,8 +1,9 @@
 # Run by ctest (tests/sdk): a vendor's path with the installed SDK and nothing of this tree.
-#   cmake -DBUILD_DIR=<backplane build> -DEXAMPLE_DIR=<plugins/example> -DWORK=<scratch folder>
+#   cmake -DBUILD_DIR=<backplane build> -DWORK=<scratch folder>
 #         -DGENERATOR=<generator> -DCTEST=<ctest> [-DLAUNCHER=<ccache>] -P check_out_of_tree.cmake
-# 1. cmake --install the SDK's components into WORK/prefix; 2. build plugins/example as its own project
-# against it (its tests: the conformance suite and the device-file table) and install it into
+# 1. cmake --install the SDK's components into WORK/prefix; 2. build the example plugin the SDK
+# installs (share/backplane/example) as its own project against it (its tests: the conformance
+# suite and the device-file table) and install it into
 # WORK/vendor; 3. the installed hwprobe, with BACKPLANE_ADD_PLUGIN_PATH, lists the NPUs, selects
 # one for training and resolves attention to the plugin's kernel; 4. a program built with
 # pkg-config's flags alone links libbackplane and runs.
@@ -10,6 +11,7 @@
 set(prefix ${WORK}/prefix)
 set(vendor ${WORK}/vendor)
 set(example_build ${WORK}/example-build)
+set(EXAMPLE_DIR ${prefix}/share/backplane/example)
 
 include(${CMAKE_CURRENT_LIST_DIR}/script_helpers.cmake)
 
@@ -36,7 +38,9 @@ foreach(path lib/cmake/backplane/backplaneConfig.cmake
         lib/cmake/backplane/backplane-targets.cmake lib/cmake/backplane/BackplanePlugin.cmake
         lib/cmake/backplane/backplane-conformance-targets.cmake lib/pkgconfig/backplane.pc
         lib/libbackplane_conformance.a include/backplane/conformance.hpp
-        include/backplane/plugin.h include/backplane/plugin_sdk.hpp bin/hwprobe)
+        include/backplane/plugin.h include/backplane/plugin_sdk.hpp bin/hwprobe
+        share/backplane/example/CMakeLists.txt share/backplane/example/src/npu_plugin.cpp
+        share/backplane/conformance/conformance.cpp share/backplane/topologies/h100x8.json)
   if(NOT EXISTS ${prefix}/${path})
     message(FATAL_ERROR "not installed: ${path}")
   endif()

@@ -59,9 +59,11 @@ BACKPLANE_API std::vector<std::string> lock_differences(const LockedVariant& loc
                                                         const VariantDigest& found);
 
 // The same for a set of expected file hashes alone (path -> "sha256:<hex>"): every file there
-// and no other. Equal files make an equal variant digest, so this proves as much.
+// and no other. Equal files make an equal variant digest, so this proves as much. The lines
+// say "(<expected_as> sha256:..., found ...)" and "not in <list>".
 BACKPLANE_API std::vector<std::string> file_differences(
-    const std::map<std::string, std::string>& expected, const VariantDigest& found);
+    const std::map<std::string, std::string>& expected, const VariantDigest& found,
+    std::string_view expected_as = "locked", std::string_view list = "the lock");
 
 // A LockedVariant from a digest.
 BACKPLANE_API LockedVariant to_locked(const VariantDigest& digest);
