@@ -13,8 +13,6 @@
 #   tools                    backplane-tools        hwprobe, kernel-hub
 #   dev                      libbackplane-dev       headers, CMake package, pkg-config file,
 #                                                   the conformance suite library
-#   bench                    (not packaged)         backplane-bench links the LibTorch of a
-#                                                   Python environment, not a Debian package
 #   torch                    (not packaged)         backplane::torch, the LibTorch bridge: a
 #                                                   static library bound to the exact LibTorch it
 #                                                   was compiled against, by default the torch
@@ -75,10 +73,10 @@ macro(_backplane_debian_packages)
   if("Unspecified" IN_LIST components)
     message(FATAL_ERROR
             "an install() rule has no COMPONENT, so what it installs would land in no package: "
-            "give it one of runtime, hub, plugin_<name>, tools, dev, bench or torch "
+            "give it one of runtime, hub, plugin_<name>, tools, dev or torch "
             "(cmake/BackplanePackaging.cmake says which package each goes to)")
   endif()
-  list(REMOVE_ITEM components bench torch)
+  list(REMOVE_ITEM components torch)
   set(CPACK_COMPONENTS_ALL ${components})
   set(same_version "(= ${PROJECT_VERSION})")
   set(runtime_package libbackplane${PROJECT_VERSION_MAJOR})

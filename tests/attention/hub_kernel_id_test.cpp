@@ -18,6 +18,11 @@ struct ParseRow {
   std::optional<std::string> function;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const ParseRow& x, std::ostream* os) {
+  *os << x.text;
+}
+
 class HubKernelIdParse : public testing::TestWithParam<ParseRow> {};
 
 TEST_P(HubKernelIdParse, SplitsAndPrintsBack) {
@@ -46,6 +51,11 @@ struct BadRow {
   const char* text;
   bool matches;  // transformers' is_kernel() answer
 };
+
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const BadRow& x, std::ostream* os) {
+  *os << x.text;
+}
 
 class HubKernelIdRefuses : public testing::TestWithParam<BadRow> {};
 

@@ -86,6 +86,11 @@ struct Row {
   std::string text;            // the error, or the first warning ("" for none)
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Row& x, std::ostream* os) {
+  *os << x.name;
+}
+
 class HwprobeAttentionRows : public testing::TestWithParam<Row> {};
 
 TEST_P(HwprobeAttentionRows, Resolve) {
@@ -212,6 +217,11 @@ struct BadInput {
   Args args;
   std::string message;  // a substring of stderr
 };
+
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const BadInput& x, std::ostream* os) {
+  *os << x.name;
+}
 
 class HwprobeAttentionRefuses : public testing::TestWithParam<BadInput> {};
 

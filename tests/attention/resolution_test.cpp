@@ -124,6 +124,11 @@ struct Resolves {
   std::string note;  // a substring of the notes; empty: no notes
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Resolves& x, std::ostream* os) {
+  *os << x.name;
+}
+
 class Resolution : public testing::TestWithParam<Resolves> {};
 
 TEST_P(Resolution, RunsWhatTheRulesPick) {
@@ -303,6 +308,11 @@ struct Fails {
   std::string message;  // exact
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Fails& x, std::ostream* os) {
+  *os << x.name;
+}
+
 class Failure : public testing::TestWithParam<Fails> {};
 
 TEST_P(Failure, SaysWhy) {
@@ -481,6 +491,11 @@ struct FallbackRow {
   const char* device_type;
   std::optional<std::string> repo;
 };
+
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const FallbackRow& x, std::ostream* os) {
+  *os << std::string(x.implementation) + " on " + x.device_type;
+}
 
 class HubFallback : public testing::TestWithParam<FallbackRow> {};
 

@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <functional>
+#include <ostream>
 #include <string>
 
 namespace backplane::hostile {
@@ -15,6 +16,11 @@ struct HostileCase {
   std::function<void()> run;
   std::string error;  // a part of the message the refusal must contain
 };
+
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const HostileCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 inline void expect_refused(const HostileCase& c) {
   SCOPED_TRACE(c.name);

@@ -247,6 +247,11 @@ struct Hostile {
   std::function<bool(const std::string& kernel, const Arg&)> legal = nullptr;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Hostile& x, std::ostream* os) {
+  *os << x.name;
+}
+
 bool any(const Arg&) {
   return true;
 }

@@ -20,6 +20,11 @@ struct Misbehaviour {
   const char* reason;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Misbehaviour& x, std::ostream* os) {
+  *os << x.variant;
+}
+
 class CrashIsolation : public ::testing::TestWithParam<Misbehaviour> {};
 
 TEST_P(CrashIsolation, FailsThePluginWithHowInitEndedAndLoadsTheOthers) {

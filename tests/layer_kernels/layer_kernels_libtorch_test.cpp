@@ -62,6 +62,11 @@ struct Target {
   bool bf16_instruction;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Target& x, std::ostream* os) {
+  *os << hwy::TargetName(x.target) << (x.bf16_instruction ? " (bf16 instruction)" : "");
+}
+
 std::vector<Target> targets_to_test() {
   std::vector<Target> out;
   for (int64_t t : hwy::SupportedAndGeneratedTargets()) {

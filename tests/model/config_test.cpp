@@ -231,6 +231,11 @@ struct Refused {
   const char* message;  // a part of the error
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Refused& x, std::ostream* os) {
+  *os << x.config;
+}
+
 class RefusedConfig : public ::testing::TestWithParam<Refused> {};
 
 TEST_P(RefusedConfig, NamesTheProblem) {

@@ -16,6 +16,11 @@ struct Name {
   DType dtype;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Name& x, std::ostream* os) {
+  *os << x.text;
+}
+
 class ValidDType : public ::testing::TestWithParam<Name> {};
 
 TEST_P(ValidDType, Parses) {

@@ -146,6 +146,12 @@ struct Refused {
   std::string message;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Refused& x, std::ostream* os) {
+  *os << "tp_size " << x.tp_size << (x.allow_uneven ? " uneven" : "")
+      << (x.extra.empty() ? "" : " +" + x.extra);
+}
+
 class RefusedPlan : public ::testing::TestWithParam<Refused> {};
 
 TEST_P(RefusedPlan, NamesTheNumberAndTheTpSize) {

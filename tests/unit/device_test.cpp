@@ -22,7 +22,9 @@ struct Valid {
   std::optional<int> index;
 };
 
-void PrintTo(const Valid& v, std::ostream* os) { *os << '\'' << v.text << '\''; }
+void PrintTo(const Valid& v, std::ostream* os) {
+  *os << '\'' << v.text << '\'';
+}
 
 class ValidDeviceString : public ::testing::TestWithParam<Valid> {};
 
@@ -50,7 +52,9 @@ struct Invalid {
   const char* message;
 };
 
-void PrintTo(const Invalid& v, std::ostream* os) { *os << '\'' << v.text << '\''; }
+void PrintTo(const Invalid& v, std::ostream* os) {
+  *os << '\'' << v.text << '\'';
+}
 
 class InvalidDeviceString : public ::testing::TestWithParam<Invalid> {};
 
@@ -128,6 +132,11 @@ struct Reserved {
   std::vector<std::string> owners;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Reserved& x, std::ostream* os) {
+  *os << x.type;
+}
+
 class ReservedTypes : public ::testing::TestWithParam<Reserved> {};
 
 TEST_P(ReservedTypes, OnlyOwnersMayRegister) {
@@ -179,7 +188,8 @@ TEST(DeviceValue, OneStringIsADeviceStringAndTwoAreTypeAndIndex) {
        "Device type 'cuda:1' is not a device type name ([a-zA-Z_]+, such as cpu or cuda); parse "
        "a device string such as 'cuda:1' with Device(\"cuda:1\")"},
       {"cpu", -5, "Device index must not be negative, got -5 for cpu"},
-      {"cu da", 0, "Device type 'cu da' is not a device type name ([a-zA-Z_]+, such as cpu or cuda)"},
+      {"cu da", 0,
+       "Device type 'cu da' is not a device type name ([a-zA-Z_]+, such as cpu or cuda)"},
   };
   for (const auto& c : refused) {
     SCOPED_TRACE(c.type);

@@ -11,6 +11,11 @@ struct Size {
   uint64_t bytes;
 };
 
+// The test name's parameter, readable in ctest and GoogleTest output.
+inline void PrintTo(const Size& x, std::ostream* os) {
+  *os << x.text;
+}
+
 class ValidSize : public ::testing::TestWithParam<Size> {};
 
 TEST_P(ValidSize, MatchesAccelerate) {
