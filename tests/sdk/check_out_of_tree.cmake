@@ -10,7 +10,7 @@
 # The example's build folder is kept between runs (incremental); the prefixes are remade.
 set(prefix ${WORK}/prefix)
 set(vendor ${WORK}/vendor)
-set(example_build ${WORK}/example-build)
+set(example_build ${WORK}/installed-example-build)
 set(EXAMPLE_DIR ${prefix}/share/backplane/example)
 
 include(${CMAKE_CURRENT_LIST_DIR}/script_helpers.cmake)

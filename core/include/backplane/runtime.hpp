@@ -53,9 +53,9 @@ struct BACKPLANE_API RuntimeOptions {
   // A simulated machine for the sim plugin: a shipped topology's name ("h100x8") or a topology
   // file (sim_topology.hpp); BACKPLANE_SIM_TOPOLOGY in from_environment(). open() resolves it
   // and throws InvalidArgument when it is neither, or when the sim plugin then fails on it or is
-  // not loaded: a simulation that was asked for never silently becomes the real machine. Unset,
-  // a BACKPLANE_SIM_TOPOLOGY in the environment still reaches the sim plugin, and a bad one only
-  // fails that plugin, as any plugin's failure does.
+  // not loaded: a simulation that was asked for never silently becomes the real machine. Unset
+  // (options built by the host itself), a BACKPLANE_SIM_TOPOLOGY in the environment still
+  // reaches the sim plugin, and a bad one only fails that plugin, as any plugin's failure does.
   std::optional<std::string> sim_topology;
   // Values a plugin reads by key through bp_host_api.setting (ABI 1.5): plugin name -> key ->
   // value. open() sets sim_topology's file as the sim plugin's "topology".
