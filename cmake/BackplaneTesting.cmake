@@ -15,6 +15,14 @@ else()
   backplane_skip("the tests" "need GoogleTest (apt-get install libgtest-dev)")
 endif()
 
+# The tests that configure a project of their own against an installed prefix (tests/sdk,
+# tests/docs) pass it this build's compiler launcher: -DLAUNCHER=<ccache>, or nothing.
+find_program(BACKPLANE_CCACHE ccache)
+set(BACKPLANE_SCRIPT_LAUNCHER "")
+if(BACKPLANE_CCACHE)
+  set(BACKPLANE_SCRIPT_LAUNCHER -DLAUNCHER=${BACKPLANE_CCACHE})
+endif()
+
 function(backplane_add_test)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "SOURCES;LIBRARIES;ENVIRONMENT")
   add_executable(${arg_NAME} ${arg_SOURCES})

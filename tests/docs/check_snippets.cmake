@@ -27,15 +27,7 @@ endfunction()
 
 # 1. The prefix.
 file(REMOVE_RECURSE ${prefix} ${store})
-file(STRINGS ${BUILD_DIR}/CPackConfig.cmake line REGEX "^set\\(CPACK_COMPONENTS_ALL ")
-string(REGEX REPLACE "^set\\(CPACK_COMPONENTS_ALL \"([^\"]*)\"\\)$" "\\1" components "${line}")
-string(REPLACE "\\;" ";" components "${components}")
-if(NOT components)
-  message(FATAL_ERROR "no CPACK_COMPONENTS_ALL in ${BUILD_DIR}/CPackConfig.cmake")
-endif()
-foreach(component ${components} torch)
-  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --component ${component})
-endforeach()
+install_packaged_components(${BUILD_DIR} ${prefix} torch)
 
 # What a newcomer's shell has: the prefix's plugins, no project variables.
 set(clean_env ${CMAKE_COMMAND} -E env --unset=BACKPLANE_PLUGIN_PATH --unset=BACKPLANE_PLUGINS

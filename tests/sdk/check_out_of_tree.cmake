@@ -22,17 +22,8 @@ function(expect_equal what actual expected)
 endfunction()
 
 file(REMOVE_RECURSE ${prefix} ${vendor})
-# Component by component, as the Debian packages split them (all but the benchmark): what the
-# packages hold is enough for a vendor.
-file(STRINGS ${BUILD_DIR}/CPackConfig.cmake line REGEX "^set\\(CPACK_COMPONENTS_ALL ")
-string(REGEX REPLACE "^set\\(CPACK_COMPONENTS_ALL \"([^\"]*)\"\\)$" "\\1" components "${line}")
-string(REPLACE "\\;" ";" components "${components}")  # file(STRINGS) escapes list separators
-if(NOT components)
-  message(FATAL_ERROR "no CPACK_COMPONENTS_ALL in ${BUILD_DIR}/CPackConfig.cmake")
-endif()
-foreach(component ${components})
-  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --component ${component})
-endforeach()
+# What the Debian packages hold is enough for a vendor.
+install_packaged_components(${BUILD_DIR} ${prefix})
 foreach(path lib/cmake/backplane/backplaneConfig.cmake
         lib/cmake/backplane/backplaneConfigVersion.cmake
         lib/cmake/backplane/backplane-targets.cmake lib/cmake/backplane/BackplanePlugin.cmake

@@ -34,18 +34,10 @@ endfunction()
 file(REMOVE_RECURSE ${prefix})
 # The components the Debian packages hold (as check_out_of_tree.cmake installs them), plus torch,
 # which no package holds (cmake/BackplanePackaging.cmake).
-file(STRINGS ${BUILD_DIR}/CPackConfig.cmake line REGEX "^set\\(CPACK_COMPONENTS_ALL ")
-string(REGEX REPLACE "^set\\(CPACK_COMPONENTS_ALL \"([^\"]*)\"\\)$" "\\1" components "${line}")
-string(REPLACE "\\;" ";" components "${components}")  # file(STRINGS) escapes list separators
-if(NOT components)
-  message(FATAL_ERROR "no CPACK_COMPONENTS_ALL in ${BUILD_DIR}/CPackConfig.cmake")
-endif()
+install_packaged_components(${BUILD_DIR} ${prefix} torch)
 if(torch IN_LIST components)
   message(FATAL_ERROR "the torch component is in the Debian packages: ${components}")
 endif()
-foreach(component ${components} torch)
-  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --component ${component})
-endforeach()
 set(config_dir ${prefix}/lib/cmake/backplane)
 foreach(path ${config_dir}/backplane-torch.cmake ${config_dir}/backplane-torch-targets.cmake
         ${prefix}/lib/libbackplane_torch.a ${prefix}/include/backplane/torch.hpp
