@@ -14,6 +14,8 @@
 # Usage: tests/gpu/cuda_check.sh [build-dir]      (default: build-gpu-check in the repo)
 #   SKIP_BUILD=1  reuse an existing build;  NVCC=/path/to/nvcc  (default: nvcc on PATH, else
 #   /usr/local/cuda/bin/nvcc)
+#   HWPROBE=<hwprobe> CUDA_DEVICES=<cuda_devices>  use these programs (a bundle's, tests/gpu/
+#   bundle.sh) and build nothing; nvcc is then not needed. CHECK_WORK=<folder> for the files.
 # PCI ids are compared in the plugin's form, "0000:18:00.0" (lower-case, 4-digit domain);
 # nvidia-smi prints "00000000:18:00.0" and is normalised before comparing.
 set -euo pipefail
@@ -24,7 +26,7 @@ fi
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build-gpu-check}
-work=$build/gpu-check
+work=${CHECK_WORK:-$build/gpu-check}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 mkdir -p "$work"
 
@@ -35,20 +37,27 @@ die() {
 
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this script needs an NVIDIA GPU"
 command -v python3 >/dev/null || die "python3 not found"
-[[ -x "$nvcc" ]] || die "nvcc not found (set NVCC)"
 
-# ---- build ----
-if [[ -z "${SKIP_BUILD:-}" ]]; then
-  echo "== building hwprobe and the cuda plugin in $build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBACKPLANE_BUILD_TESTS=OFF \
-    >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; die "configure"; }
-  ninja -C "$build" hwprobe backplane-cuda >"$work/build.log" 2>&1 ||
-    { tail -50 "$work/build.log"; die "build"; }
+if [[ -n "${HWPROBE:-}" && -n "${CUDA_DEVICES:-}" ]]; then
+  hwprobe=$HWPROBE
+  cuda_devices=$CUDA_DEVICES
+else
+  [[ -x "$nvcc" ]] || die "nvcc not found (set NVCC)"
+  # ---- build ----
+  if [[ -z "${SKIP_BUILD:-}" ]]; then
+    echo "== building hwprobe and the cuda plugin in $build"
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBACKPLANE_BUILD_TESTS=OFF \
+      >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; die "configure"; }
+    ninja -C "$build" hwprobe backplane-cuda >"$work/build.log" 2>&1 ||
+      { tail -50 "$work/build.log"; die "build"; }
+  fi
+  hwprobe=$build/bin/hwprobe
+  cuda_devices=$work/cuda_devices
+  "$nvcc" -O2 -o "$cuda_devices" "$root/tests/gpu/cuda_devices.cu" >"$work/nvcc.log" 2>&1 ||
+    { cat "$work/nvcc.log"; die "nvcc cuda_devices.cu"; }
 fi
-hwprobe=$build/bin/hwprobe
 [[ -x "$hwprobe" ]] || die "no $hwprobe"
-"$nvcc" -O2 -o "$work/cuda_devices" "$root/tests/gpu/cuda_devices.cu" >"$work/nvcc.log" 2>&1 ||
-  { cat "$work/nvcc.log"; die "nvcc cuda_devices.cu"; }
+[[ -x "$cuda_devices" ]] || die "no $cuda_devices"
 
 # ---- what NVML sees ----
 env -u CUDA_VISIBLE_DEVICES nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv,noheader \
@@ -87,6 +96,13 @@ settings+=(
   "uuid-prefix|CUDA_VISIBLE_DEVICES=$prefix|1|$last"
   "empty|CUDA_VISIBLE_DEVICES=|0|-"
 )
+# A MIG instance by its UUID, where the GPU has MIG on.
+mig_uuid=$(nvidia-smi -L 2>/dev/null | grep -o 'MIG-[0-9a-f-]*' | head -1 || true)
+if [[ -n "$mig_uuid" ]]; then
+  settings+=("mig-uuid|CUDA_VISIBLE_DEVICES=$mig_uuid|1|-")
+else
+  echo "note: no MIG instance on this GPU; the MIG-<uuid> form is not checked"
+fi
 
 failures=0
 for setting in "${settings[@]}"; do
@@ -98,7 +114,7 @@ for setting in "${settings[@]}"; do
   out=$work/$name
   ok=1
   timeout 60 "${run[@]}" "$hwprobe" --json >"$out.hwprobe.json" 2>"$out.hwprobe.err" || ok=0
-  timeout 60 "${run[@]}" "$work/cuda_devices" >"$out.runtime.tsv" 2>"$out.runtime.err" || ok=0
+  timeout 60 "${run[@]}" "$cuda_devices" >"$out.runtime.tsv" 2>"$out.runtime.err" || ok=0
   if ((ok == 0)); then
     echo "FAIL $name [$assignments]: hwprobe or cuda_devices failed"
     cat "$out.hwprobe.err" "$out.runtime.err"
