@@ -6,7 +6,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
 
-foreach(path bin/hwprobe lib/libbackplane.so lib/backplane/plugins/cpu.json
+foreach(path bin/hwprobe bin/export-module-tree lib/libbackplane.so lib/backplane/plugins/cpu.json
         lib/backplane/plugins/libbackplane-cpu.so lib/backplane/plugins/mps.json
         lib/backplane/plugins/libbackplane-mps.so include/backplane/plugin.h
         include/backplane/plugin_sdk.hpp include/backplane/runtime.hpp

@@ -98,8 +98,15 @@ TEST(Safetensors, RebuildsTheTreeFromNames) {
       backplane::model_from_safetensors(folder.path() / "model.safetensors");
   EXPECT_FALSE(d.from_config);
   EXPECT_EQ(d.architecture, "");
-  EXPECT_TRUE(d.no_split_module_classes.empty());
+  // The numbered layers are the blocks kept whole; lm_head is saved, so nothing is tied.
+  EXPECT_EQ(d.no_split_module_classes, std::vector<std::string>{"block of model.layers"});
+  EXPECT_EQ(backplane::find_module(d.root, "model.layers.3")->class_name, "block of model.layers");
+  EXPECT_TRUE(d.tied_parameters.empty());
   EXPECT_TRUE(d.tp_plan.empty());
+  ASSERT_EQ(d.approximate_because.size(), 3u);
+  EXPECT_NE(d.approximate_because[0].find("rebuilt from the tensor names"), std::string::npos);
+  EXPECT_NE(d.approximate_because[1].find("the numbered blocks of model.layers are kept whole"),
+            std::string::npos);
   // auto dtype: first floating tensor by name in the file is lm_head.weight, F16.
   EXPECT_EQ(d.dtype, backplane::DType::kFloat16);
 
@@ -129,7 +136,7 @@ TEST(Safetensors, RebuildsTheTreeFromNames) {
   EXPECT_EQ(tensor_names(backplane::model_from_safetensors(folder.path())), expected);
 }
 
-TEST(Safetensors, UnknownNamesSortNaturallyAfterTheKnownLayout) {
+TEST(Safetensors, UnknownNamesSortNaturallyAfterTheKnownLayoutAndTheHeadLast) {
   backplane::testing::TempFolder folder;
   Checkpoint c;
   c.add("zeta.b10.bias", "F32", {1}, 4);
@@ -140,10 +147,46 @@ TEST(Safetensors, UnknownNamesSortNaturallyAfterTheKnownLayout) {
   write_safetensors(folder.path() / "w.safetensors", c.text(), c.offset);
   const auto d = backplane::model_from_safetensors(folder.path() / "w.safetensors");
   EXPECT_EQ(tensor_names(d),
-            (std::vector<std::string>{"lm_head.weight", "alpha.x", "zeta.b9.weight",
-                                      "zeta.b10.weight", "zeta.b10.bias"}));
+            (std::vector<std::string>{"alpha.x", "zeta.b9.weight", "zeta.b10.weight",
+                                      "zeta.b10.bias", "lm_head.weight"}));
   EXPECT_EQ(d.dtype, backplane::DType::kBFloat16);
   EXPECT_TRUE(d.hyperparameters.empty());
+}
+
+// GPT-2 as safetensors saves it (no lm_head: tied), without a config.json: embeddings first,
+// the numbered blocks whole, the head added and tied to wte, as transformers would build it.
+TEST(Safetensors, AnUndescribedDecoderGetsItsEmbeddingsFirstBlocksWholeAndItsTiedHead) {
+  backplane::testing::TempFolder folder;
+  Checkpoint c;
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "transformer.h." + std::to_string(i) + ".";
+    c.add(p + "attn.c_attn.weight", "F32", {8, 24}, 4);
+    c.add(p + "ln_1.weight", "F32", {8}, 4);
+  }
+  c.add("transformer.ln_f.weight", "F32", {8}, 4);
+  c.add("transformer.wpe.weight", "F32", {16, 8}, 4);
+  c.add("transformer.wte.weight", "F32", {50, 8}, 4);
+  write_safetensors(folder.path() / "model.safetensors", c.text(), c.offset);
+  const auto d = backplane::model_from_safetensors(folder.path() / "model.safetensors");
+  std::vector<std::string> order;
+  for (const backplane::NamedModule& m : backplane::named_modules(d.root)) order.push_back(m.name);
+  EXPECT_EQ(order, (std::vector<std::string>{
+                       "", "transformer", "transformer.wte", "transformer.wpe", "transformer.h",
+                       "transformer.h.0", "transformer.h.0.attn", "transformer.h.0.attn.c_attn",
+                       "transformer.h.0.ln_1", "transformer.h.1", "transformer.h.1.attn",
+                       "transformer.h.1.attn.c_attn", "transformer.h.1.ln_1", "transformer.ln_f",
+                       "lm_head"}));
+  EXPECT_EQ(d.no_split_module_classes, std::vector<std::string>{"block of transformer.h"});
+  EXPECT_EQ(d.tied_parameters,
+            (std::vector<std::vector<std::string>>{{"lm_head.weight", "transformer.wte.weight"}}));
+  EXPECT_NE(d.approximate_because.at(2).find("lm_head.weight is tied to transformer.wte.weight "
+                                             "(the weights hold no lm_head.weight)"),
+            std::string::npos);
+  // tie_word_embeddings false in a config.json of an undescribed architecture: no head added.
+  std::ofstream(folder.path() / "config.json")
+      << R"({"model_type": "gpt2", "tie_word_embeddings": false})";
+  EXPECT_TRUE(backplane::model_from_safetensors(folder.path() / "model.safetensors")
+                  .tied_parameters.empty());
 }
 
 struct Broken {

@@ -35,14 +35,16 @@ namespace {
 
 using nlohmann::json;
 
+json read_oracle(const char* variable) {
+  const char* path = std::getenv(variable);
+  if (path == nullptr) throw std::runtime_error(std::string(variable) + " is not set");
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(std::string("cannot read ") + path);
+  return json::parse(in);
+}
+
 const json& oracle() {
-  static const json data = [] {
-    const char* path = std::getenv("BACKPLANE_DEVICE_MAP_ORACLE");
-    if (path == nullptr) throw std::runtime_error("BACKPLANE_DEVICE_MAP_ORACLE is not set");
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(std::string("cannot read ") + path);
-    return json::parse(in);
-  }();
+  static const json data = read_oracle("BACKPLANE_DEVICE_MAP_ORACLE");
   return data;
 }
 
@@ -96,7 +98,7 @@ struct Outcome {
   int compared = 0;
   int errors_matched = 0;
   int documented_differences = 0;
-  int loaded_cases = 0;         // a half-precision model planned with dtype=float32
+  int loaded_cases = 0;          // a half-precision model planned with dtype=float32
   int accelerate_overfills = 0;  // of those, where Accelerate's own map differs from the plan
   std::vector<std::string> mismatches;
   std::set<std::string> models, strategies, budgets, dtypes;
@@ -185,7 +187,8 @@ void run_case(const json& c, const backplane::ModelDescription& model, Outcome& 
     const json& own = c.at("accelerate_own");
     std::map<std::string, std::string> own_map;
     if (own.contains("device_map")) {
-      for (const json& e : own.at("device_map")) own_map[e[0].get<std::string>()] = python_device(e[1]);
+      for (const json& e : own.at("device_map"))
+        own_map[e[0].get<std::string>()] = python_device(e[1]);
     }
     if (own_map != want) ++outcome.accelerate_overfills;
   }
@@ -279,6 +282,41 @@ TEST(DeviceMapDifferential, ModelSizes) {
     ++compared;
   }
   EXPECT_GE(compared, 32);
+}
+
+// Every causal-LM architecture of the pinned transformers that its config defaults build: the
+// tree tools/export-module-tree writes, read by model_from_tree, planned for every strategy over
+// budgets that split it across 2-4 GPUs with cpu and disk offload, equal to from_pretrained's
+// hf_device_map (tests/python/architecture_oracle.py).
+TEST(DeviceMapDifferential, FromExportedTrees) {
+  const json data = read_oracle("BACKPLANE_ARCHITECTURE_ORACLE");
+  std::map<std::string, backplane::ModelDescription> models;
+  for (const auto& [id, model] : data.at("models").items()) {
+    const backplane::ModelDescription description =
+        backplane::model_from_tree_json(model.at("tree").dump(), id);
+    EXPECT_TRUE(description.approximate_because.empty()) << id;
+    try {
+      const backplane::DevicePlan sized = backplane::plan_device_map(
+          description, backplane::parse_device_map("sequential"), backplane::PlanHardware{},
+          {backplane::MaxMemory::parse("cpu=1000GB"), std::nullopt});
+      EXPECT_EQ(sized.model_size, model.at("model_size").get<uint64_t>()) << id;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << id << ": " << e.what();
+    }
+    models.emplace(id, description);
+  }
+  Outcome outcome;
+  for (const json& c : data.at("cases"))
+    run_case(c, models.at(c.at("model").get<std::string>()), outcome);
+  for (size_t i = 0; i < outcome.mismatches.size() && i < 25; ++i) {
+    ADD_FAILURE() << outcome.mismatches[i];
+  }
+  EXPECT_EQ(outcome.mismatches.size(), 0u) << "of " << outcome.compared << " cases";
+  EXPECT_GE(models.size(), 170u);
+  std::cout << "[ planner  ] exported trees: " << models.size() << " architectures, "
+            << outcome.compared << " cases, " << outcome.mismatches.size() << " differ; "
+            << data.at("refused").size() << " architectures transformers cannot build from its "
+            << "own config defaults\n";
 }
 
 }  // namespace

@@ -128,7 +128,8 @@ TEST(HwprobePlan, AnExplicitMapLabelsWhatItsEmptyKeyTakes) {
   r = hwprobe({"--config", config.path(), "--device-map", "cpu"});
   EXPECT_NE(r.out.find("(whole model)\n"), std::string::npos) << r.out;
   // A key that names nothing: planned (transformers ignores it), and said.
-  r = hwprobe({"--config", config.path(), "--device-map", R"({"": "cpu", "model.layerz.0": "cpu"})"});
+  r = hwprobe(
+      {"--config", config.path(), "--device-map", R"({"": "cpu", "model.layerz.0": "cpu"})"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("note: device_map entry 'model.layerz.0' names no module or parameter of "
                        "the model; transformers ignores it"),
@@ -138,8 +139,8 @@ TEST(HwprobePlan, AnExplicitMapLabelsWhatItsEmptyKeyTakes) {
 
 TEST(HwprobePlan, TinyBudgetsWarnNamingTheKey) {
   const TinyConfig config;
-  const ProcessResult r = hwprobe({"--config", config.path(), "--device-map", "sequential",
-                                   "--max-memory", "cpu=30"});
+  const ProcessResult r =
+      hwprobe({"--config", config.path(), "--device-map", "sequential", "--max-memory", "cpu=30"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("hwprobe: warning: --max-memory cpu=30: 30 bytes is less than 1 MiB; a "
                        "size without a unit counts bytes (write 30GiB or 30GB for gigabytes)"),
@@ -149,15 +150,17 @@ TEST(HwprobePlan, TinyBudgetsWarnNamingTheKey) {
 
 TEST(HwprobePlan, AccelerateSizesAHalfPrecisionModelAsLoadedInFloat32) {
   const TinyConfig config;  // bfloat16
-  const json half = plan_json({"--config", config.path(), "--device-map", "sequential",
-                               "--rules", "accelerate", "--max-memory", "cpu=1GB"});
+  const json half = plan_json({"--config", config.path(), "--device-map", "sequential", "--rules",
+                               "accelerate", "--max-memory", "cpu=1GB"});
   const json full = plan_json({"--config", config.path(), "--device-map", "sequential", "--rules",
                                "accelerate", "--dtype", "float32", "--max-memory", "cpu=1GB"});
   // Parameters double; the float32 RoPE buffers (non-persistent) do not.
-  EXPECT_GT(full.at("model_size").get<uint64_t>(), 2 * half.at("model_size").get<uint64_t>() - 1024);
+  EXPECT_GT(full.at("model_size").get<uint64_t>(),
+            2 * half.at("model_size").get<uint64_t>() - 1024);
   ASSERT_EQ(full.at("notes").size(), 1u);
-  EXPECT_NE(full.at("notes")[0].get<std::string>().find("load_checkpoint_and_dispatch(dtype=float32)"),
-            std::string::npos);
+  EXPECT_NE(
+      full.at("notes")[0].get<std::string>().find("load_checkpoint_and_dispatch(dtype=float32)"),
+      std::string::npos);
 }
 
 TEST(HwprobePlan, NeuronIsNeverFilledByAuto) {
@@ -199,6 +202,68 @@ TEST(HwprobePlan, FromSafetensorsWeights) {
   std::filesystem::remove_all(dir);
   EXPECT_EQ(j.at("model_size"), 4u * (64 + 64 + 32 + 32 + 4));
   EXPECT_EQ(j.at("device_map"), json::parse(R"({"": 0})"));
+}
+
+TEST(HwprobePlan, ATreeFilePlansExactlyAndWeightsAloneSayTheyAreApproximate) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hwprobe-plan-exact-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // A tree file as tools/export-module-tree writes one: two blocks and a head.
+  std::ofstream(dir / "tree.json") << R"({"format": "backplane-module-tree", "version": 1,
+    "architecture": "ToyForCausalLM", "model_type": "toy", "dtype": "float32",
+    "modules": [["", "ToyForCausalLM"], ["blocks", "ModuleList"], ["blocks.0", "ToyBlock"],
+                ["blocks.1", "ToyBlock"], ["head", "Linear"]],
+    "parameters": [["blocks.0.w", [1024, 256], "float32"], ["blocks.1.w", [1024, 256], "float32"],
+                   ["head.weight", [64, 256], "float32"]],
+    "buffers": [], "no_split_modules": ["ToyBlock"], "tied": [], "tp_plan": []})";
+  json j = plan_json({"--tree", (dir / "tree.json").string(), "--device-map", "sequential",
+                      "--max-memory", "0=2200KiB,cpu=10MiB", "--sim", "h100x8"});
+  EXPECT_EQ(j.at("exact"), true);
+  EXPECT_EQ(j.at("approximate_because"), json::array());
+  EXPECT_EQ(j.at("device_map"), json::parse(R"({"": 0})"));
+  EXPECT_EQ(j.at("model_size"), 4 * (2 * 1024 * 256 + 64 * 256));
+
+  // The same shapes as bare weights: planned, but approximate, and --exact refuses it.
+  const std::vector<std::pair<std::string, std::vector<int>>> tensors = {
+      {"blocks.0.w", {1024, 256}}, {"blocks.1.w", {1024, 256}}, {"head.weight", {64, 256}}};
+  json header = json::object();
+  size_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    size_t bytes = 4;
+    for (int d : shape) bytes *= static_cast<size_t>(d);
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  const std::string text = header.dump();
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  file += text + std::string(offset, '\0');
+  std::ofstream((dir / "model.safetensors").string(), std::ios::binary) << file;
+  const std::vector<std::string> weights = {"--weights",    (dir / "model.safetensors").string(),
+                                            "--device-map", "sequential",
+                                            "--max-memory", "0=2200KiB,cpu=10MiB",
+                                            "--sim",        "h100x8"};
+  ProcessResult r = hwprobe([&] {
+    auto a = weights;
+    a.push_back("--json");
+    return a;
+  }());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  EXPECT_EQ(j.at("exact"), false);
+  ASSERT_GE(j.at("approximate_because").size(), 2u);
+  EXPECT_NE(r.err.find("hwprobe: warning: this plan is approximate"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the numbered blocks of blocks are kept whole"), std::string::npos) << r.err;
+  r = hwprobe([&] {
+    auto a = weights;
+    a.push_back("--exact");
+    return a;
+  }());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("--exact: the plan would be approximate"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tools/export-module-tree"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(HwprobePlan, ReadableFormShowsDevicesAndOffload) {
@@ -275,7 +340,8 @@ INSTANTIATE_TEST_SUITE_P(
     Table, HwprobePlanBadInput,
     ::testing::Values(
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--max-memory", "gpu0=1GB"},
-                 "--max-memory gpu0=1GB: Device gpu0 is not recognized, available devices are integers(for GPU/XPU), "
+                 "--max-memory gpu0=1GB: Device gpu0 is not recognized, available devices are "
+                 "integers(for GPU/XPU), "
                  "'mps', 'cpu' and 'disk'"},
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--max-memory", "disk=1TB"},
                  "--max-memory disk=1TB: `size` 1TB is not in a valid format. Use an integer for "
@@ -289,10 +355,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--config", kLlama70b, "--device-map", R"({"": "cpu", "lm_head": 8})", "--sim",
                   "h100x8"},
                  "device_map entry 'lm_head': 'cuda:8' does not exist"},
-        BadInput{{"--config", kLlama70b, "--device-map", R"({"model.layerz": 0})", "--sim",
-                  "h100x8"},
-                 "The device_map provided does not give any device for the following parameters: "
-                 "model.embed_tokens.weight, "},
+        BadInput{
+            {"--config", kLlama70b, "--device-map", R"({"model.layerz": 0})", "--sim", "h100x8"},
+            "The device_map provided does not give any device for the following parameters: "
+            "model.embed_tokens.weight, "},
         BadInput{{"--config", kLlama70b, "--device-map", "automatic"},
                  "When passing device_map as a string, the value needs to be a device name (e.g. "
                  "cpu, cuda:0) or 'auto', 'balanced', 'balanced_low_0', 'sequential' but found "
@@ -304,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--tp-size", "2"},
                  "Tensor parallelism and `device_map` are mutually exclusive."},
         BadInput{{"--config", kLlama70b, "--weights", "x.safetensors", "--device-map", "auto"},
-                 "give one of --config FILE or --weights FILE"},
+                 "give one of --config FILE, --weights FILE or --tree FILE"},
         BadInput{{"--config", kLlama70b}, "give --device-map VALUE (or --tp-size N)"},
         BadInput{{"--config", "/nonexistent/config.json", "--device-map", "auto"},
                  "/nonexistent/config.json"},

@@ -61,13 +61,16 @@ INSTANTIATE_TEST_SUITE_P(
     Table, InvalidMaxMemory,
     ::testing::Values(
         Invalid{"gpu=10GiB",
-                "max_memory gpu=10GiB: Device gpu is not recognized, available devices are integers(for GPU/XPU), "
+                "max_memory gpu=10GiB: Device gpu is not recognized, available devices are "
+                "integers(for GPU/XPU), "
                 "'mps', 'cpu' and 'disk'"},
         Invalid{"cuda:0=10GiB",
-                "max_memory cuda:0=10GiB: Device cuda:0 is not recognized, available devices are integers(for GPU/XPU), "
+                "max_memory cuda:0=10GiB: Device cuda:0 is not recognized, available devices are "
+                "integers(for GPU/XPU), "
                 "'mps', 'cpu' and 'disk'"},
         Invalid{"CPU=1GB",
-                "max_memory CPU=1GB: Device CPU is not recognized, available devices are integers(for GPU/XPU), "
+                "max_memory CPU=1GB: Device CPU is not recognized, available devices are "
+                "integers(for GPU/XPU), "
                 "'mps', 'cpu' and 'disk'"},
         // Accelerate's sizes have no TB: refused with convert_file_size_to_int's message, and
         // the same size in units it has.
@@ -84,10 +87,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "bytes, or a string with an unit (like '5.0GB'). (Accelerate's sizes stop at GiB: "
                 "write 2048GiB)"},
         Invalid{"0=-1GB",
-                "max_memory 0=-1GB: `size` -1GB is not in a valid format. Use an integer for bytes, or a string with "
+                "max_memory 0=-1GB: `size` -1GB is not in a valid format. Use an integer for "
+                "bytes, or a string with "
                 "an unit (like '5.0GB')."},
         Invalid{"0=",
-                "max_memory 0=: `size`  is not in a valid format. Use an integer for bytes, or a string "
+                "max_memory 0=: `size`  is not in a valid format. Use an integer for bytes, or a "
+                "string "
                 "with an unit (like '5.0GB')."},
         Invalid{"-1=10GiB", "max_memory -1=10GiB: accelerator index -1 is negative"},
         Invalid{"99999999999=1GB",

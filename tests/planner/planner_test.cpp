@@ -233,8 +233,8 @@ PlanHardware four_gpus() {
 }
 
 TEST(Planner, DeviceAndIndexTakeEverything) {
-  DevicePlan p = plan(tiny_llama(), "cuda:3", "0=1GB", PlanRules::kFromPretrained, std::nullopt,
-                      four_gpus());
+  DevicePlan p =
+      plan(tiny_llama(), "cuda:3", "0=1GB", PlanRules::kFromPretrained, std::nullopt, four_gpus());
   EXPECT_EQ(map_of(p), "''=cuda:3");
   ASSERT_EQ(p.placed.size(), 1u);
   EXPECT_EQ(p.placed[0].bytes, 3236u);
@@ -252,10 +252,12 @@ TEST(Planner, DevicesTheHardwareLacksAreRefused) {
     bool with_gpus;
     const char* message;
   } cases[] = {
-      {"cuda:9", true, "device_map='cuda:9': 'cuda:9' does not exist; cuda has cuda:0, cuda:1, "
-                       "cuda:2, cuda:3"},
-      {"99", true, "device_map='99': 'cuda:99' does not exist; cuda has cuda:0, cuda:1, cuda:2, "
-                   "cuda:3"},
+      {"cuda:9", true,
+       "device_map='cuda:9': 'cuda:9' does not exist; cuda has cuda:0, cuda:1, "
+       "cuda:2, cuda:3"},
+      {"99", true,
+       "device_map='99': 'cuda:99' does not exist; cuda has cuda:0, cuda:1, cuda:2, "
+       "cuda:3"},
       {R"({"": "cpu", "model.layers.0": 4})", true,
        "device_map entry 'model.layers.0': 'cuda:4' does not exist; cuda has cuda:0, cuda:1, "
        "cuda:2, cuda:3"},

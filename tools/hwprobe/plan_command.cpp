@@ -28,6 +28,12 @@ OrderedJson target_json(const backplane::DeviceMapTarget& target) {
   return target.str();
 }
 
+// Whether the model's tree is transformers' own, and if not, why.
+void add_exactness(OrderedJson& out, const backplane::ModelDescription& model) {
+  out["exact"] = model.approximate_because.empty();
+  out["approximate_because"] = model.approximate_because;
+}
+
 OrderedJson plan_json(const backplane::DevicePlan& plan) {
   OrderedJson device_map = OrderedJson::object();
   for (const auto& [name, target] : plan.device_map) device_map[name] = target_json(target);
@@ -245,6 +251,8 @@ int run_plan(const std::vector<std::string>& args) {
   CommonOptions common;
   std::string config;
   std::string weights;
+  std::string tree;
+  bool exact = false;
   std::string device_map;
   std::string max_memory;
   std::string dtype_text;
@@ -255,6 +263,11 @@ int run_plan(const std::vector<std::string>& args) {
                             "the model's config.json (Llama, Mistral, Qwen2, Qwen3)")(
       "weights", po::value(&weights)->value_name("FILE"),
       "a .safetensors file or a sharded checkpoint's model.safetensors.index.json")(
+      "tree", po::value(&tree)->value_name("FILE"),
+      "a module tree file of tools/export-module-tree: any architecture transformers builds")(
+      "exact", po::bool_switch(&exact),
+      "refuse a plan whose module tree is reconstructed (weights of an undescribed "
+      "architecture) instead of warning")(
       "device-map", po::value(&device_map)->value_name("VALUE"),
       "auto, balanced, balanced_low_0, sequential, a device string (cuda:3), an accelerator "
       "index, or a JSON object {module: device}")(
@@ -269,13 +282,14 @@ int run_plan(const std::vector<std::string>& args) {
       "from_pretrained (default) | accelerate: load_checkpoint_and_dispatch's variant");
   add_common_options(description, common);
   const char* usage =
-      "hwprobe plan (--config FILE | --weights FILE) (--device-map VALUE | --tp-size N)\n"
-      "       [--max-memory LIST] [--dtype DTYPE] [--json] [--sim NAME|FILE]";
+      "hwprobe plan (--config FILE | --weights FILE | --tree FILE) (--device-map VALUE | "
+      "--tp-size N)\n"
+      "       [--max-memory LIST] [--dtype DTYPE] [--exact] [--json] [--sim NAME|FILE]";
   po::variables_map vm;
   if (!parse_command_or_help(args, description, "", usage, vm)) return kExitOk;
-  if (config.empty() == weights.empty()) {
-    std::cerr << "hwprobe plan: give one of --config FILE or --weights FILE\nUsage: " << usage
-              << "\n";
+  if (int{!config.empty()} + int{!weights.empty()} + int{!tree.empty()} != 1) {
+    std::cerr << "hwprobe plan: give one of --config FILE, --weights FILE or --tree FILE\nUsage: "
+              << usage << "\n";
     return kExitUsage;
   }
   if (device_map.empty() && !vm.count("tp-size")) {
@@ -303,8 +317,21 @@ int run_plan(const std::vector<std::string>& args) {
     }
   }
 
-  backplane::ModelDescription model = config.empty() ? backplane::model_from_safetensors(weights)
-                                                     : backplane::model_from_config(config);
+  backplane::ModelDescription model = !config.empty() ? backplane::model_from_config(config)
+                                      : !tree.empty() ? backplane::model_from_tree(tree)
+                                                      : backplane::model_from_safetensors(weights);
+  if (!model.approximate_because.empty()) {
+    std::string why;
+    for (const std::string& reason : model.approximate_because) why += "\n  - " + reason;
+    if (exact) {
+      throw backplane::InvalidArgument(
+          "--exact: the plan would be approximate:" + why +
+          "\nwrite the module tree with tools/export-module-tree and plan with --tree FILE");
+    }
+    std::cerr << "hwprobe: warning: this plan is approximate, transformers' own may differ:" << why
+              << "\n  (tools/export-module-tree MODEL -o tree.json, then --tree tree.json, is "
+                 "exact)\n";
+  }
   if (device_map.empty()) {
     // from_pretrained(dtype=...) builds the parameters in that dtype.
     if (dtype) {
@@ -329,6 +356,7 @@ int run_plan(const std::vector<std::string>& args) {
     if (common.json) {
       OrderedJson out = tp_json(tp);
       out["this_rank"] = rank_json;
+      add_exactness(out, model);
       std::cout << out.dump(2) << "\n";
     } else {
       print_tp(model, tp);
@@ -354,7 +382,9 @@ int run_plan(const std::vector<std::string>& args) {
                                              : backplane::PlanRules::kFromPretrained;
   const backplane::DevicePlan plan = backplane::plan_device_map(model, strategy, runtime, options);
   if (common.json) {
-    std::cout << plan_json(plan).dump(2) << "\n";
+    OrderedJson out = plan_json(plan);
+    add_exactness(out, model);
+    std::cout << out.dump(2) << "\n";
   } else {
     print_plan(model, plan, strategy.str(), dtype);
   }

@@ -73,6 +73,10 @@ struct ModelDescription {
   // As torch's named_parameters() does, the tree lists a shared parameter once: under the
   // module that registered it first (model.embed_tokens); lm_head then has no tensors.
   std::vector<std::vector<std::string>> tied_parameters;
+  // transformers' all_tied_weights_keys: each tied name (the target) -> the name it shares
+  // storage with (the source). from_pretrained's sizes skip the targets. Empty when not known
+  // (then the first name of each group in definition order is the one counted).
+  std::map<std::string, std::string> tied_weights_keys;
   // Hyperparameters the rules read (num_attention_heads, num_key_value_heads, head_dim,
   // hidden_size, intermediate_size, vocab_size, num_hidden_layers).
   std::map<std::string, int64_t> hyperparameters;
@@ -83,6 +87,9 @@ struct ModelDescription {
   // False when the tree was rebuilt from weights: definition order and non-persistent buffers
   // are then reconstructed, not known (see model_from_safetensors).
   bool from_config = true;
+  // Why the tree is not exactly transformers' (one sentence each); empty when it is: a config of
+  // an architecture described here, or a tree file of transformers' own build.
+  std::vector<std::string> approximate_because;
 };
 
 // A module and its fully qualified name ("model.layers.0.mlp"; "" for the root), in the order
@@ -152,22 +159,44 @@ BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 // order of the first shard in name order. from_config stays true.
 //
 // Otherwise (no config.json, one of another architecture, or a quantized one) the tree is
-// rebuilt from the dotted tensor names, and from_config is false. What weights cannot tell is
-// then missing:
-// - class names are empty, no_split_module_classes, tp_plan and tied_parameters are empty
-//   (a tied lm_head.weight is usually not saved at all), architecture and model_type are "";
-// - non-persistent buffers (rotary inv_freq) are absent; tensors keep the files' dtypes;
-// - definition order is reconstructed: children sort by a fixed rank of the known decoder
-//   layout names (model, embed_tokens, layers, self_attn, q_proj, k_proj, v_proj, o_proj,
-//   q_norm, k_norm, mlp, gate_proj, up_proj, down_proj, act_fn, input_layernorm,
-//   post_attention_layernorm, norm, rotary_emb, lm_head, in that order), then the other
-//   names in natural order (digit runs compare as numbers: layers 2 before 10); tensors put
-//   weight, then bias, then the others in natural order;
+// rebuilt from the dotted tensor names, from_config is false, and approximate_because says what
+// could not be known (hwprobe plan prints it and `--exact` refuses such a plan; a tree file of
+// tools/export-module-tree gives the exact one). What is inferred:
+// - definition order: children sort embeddings first (token embeddings: shared, embeddings,
+//   embed_tokens, wte, word_embeddings, tok_embeddings, embed_in; then positions: wpe,
+//   embed_positions, position_embeddings, token_type_embeddings; then other embed_*; then
+//   encoder), then the known decoder layout names (model, layers,
+//   self_attn, q_proj, k_proj, v_proj, o_proj, q_norm, k_norm, mlp, gate_proj, up_proj,
+//   down_proj, act_fn, input_layernorm, post_attention_layernorm, norm, rotary_emb), then the
+//   other names in natural order (digit runs compare as numbers: layers 2 before 10), the output
+//   heads (lm_head, embed_out, score) last; tensors put weight, then bias, then the others;
+// - the numbered children of the outermost container that has them (model.layers.N,
+//   transformer.h.N, encoder.block.N) are the repeated blocks: each gets the class
+//   "block of <container>", which is in no_split_module_classes;
+// - a tied head: without lm_head.weight in the weights, and beside an embedding of 2 dims, an
+//   lm_head tied to the token embedding (the embedding weight with the most rows), as
+//   tie_word_embeddings saves it; a config.json's
+//   tie_word_embeddings true ties a saved lm_head.weight too, false never adds one;
+// - class names are the guessed block classes or empty; tp_plan is empty; architecture and
+//   model_type are "";
+// - non-persistent buffers (rotary inv_freq) and modules without saved tensors are absent;
+//   tensors keep the files' dtypes;
 // - dtype is the weights' dtype as from_pretrained(dtype="auto") picks it (see above);
 // - hyperparameters: vocab_size and hidden_size from model.embed_tokens.weight,
 //   num_hidden_layers from model.layers.N, intermediate_size from layer 0's mlp.gate_proj,
 //   and head_dim, num_attention_heads, num_key_value_heads when layer 0 has q_norm/k_norm
 //   (Qwen3-style), each only when those tensors are there.
 BACKPLANE_API ModelDescription model_from_safetensors(const std::filesystem::path& path);
+
+// A model as tools/export-module-tree wrote it from transformers' own build on the meta device
+// (a JSON file, format "backplane-module-tree", version 1): its modules and classes in
+// definition order, parameters and buffers (shape, dtype, persistence), no-split classes, tied
+// weights, tp plan and hyperparameters, exactly; from_config is true. For any architecture the
+// user's transformers can build. Throws InvalidArgument naming the file and the field for a
+// malformed file, another format or version, a tensor outside every listed module, a module
+// listed before its parent.
+BACKPLANE_API ModelDescription model_from_tree(const std::filesystem::path& file);
+BACKPLANE_API ModelDescription model_from_tree_json(std::string_view text,
+                                                    std::string_view source = "module tree");
 
 }  // namespace backplane

@@ -729,6 +729,7 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
     lm_head.tensors.push_back(parameter("weight", {vocab_size, hidden_size}, dtype));
   } else {
     description.tied_parameters = {{"lm_head.weight", "model.embed_tokens.weight"}};
+    description.tied_weights_keys = {{"lm_head.weight", "model.embed_tokens.weight"}};
   }
   root.children.push_back(std::move(lm_head));
   description.root = std::move(root);

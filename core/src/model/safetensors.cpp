@@ -5,6 +5,7 @@
 // tile the data area exactly. Stricter than the crate: duplicate keys are refused (it keeps the
 // last). Sharded checkpoints are read as transformers' utils/hub.py
 // get_checkpoint_shard_files reads their index.
+#include "checkpoint_renames.hpp"
 #include "config_loader.hpp"
 #include "json_input.hpp"
 
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -332,14 +334,44 @@ constexpr std::string_view kLayout[] = {
     "post_attention_layernorm",
     "norm",
     "rotary_emb",
-    "lm_head",
 };
 
-size_t layout_rank(const std::string& name) {
-  for (size_t i = 0; i < std::size(kLayout); ++i) {
-    if (kLayout[i] == name) return i;
+// Names of embeddings and encoders in the families transformers has, in the order it defines
+// them: token embeddings (GPT-2's wte, BERT's embeddings, GPT-NeoX's embed_in, T5's shared),
+// then position embeddings (wpe), then encoders. kNoEmbedding for the other names.
+constexpr size_t kNoEmbedding = 100;
+size_t embedding_rank(const std::string& name) {
+  static const char* const kTokens[] = {"shared",          "embeddings",     "embed_tokens", "wte",
+                                        "word_embeddings", "tok_embeddings", "embed_in"};
+  static const char* const kPositions[] = {"wpe", "embed_positions", "position_embeddings",
+                                           "token_type_embeddings"};
+  for (const char* known : kTokens) {
+    if (name == known) return 0;
   }
-  return std::size(kLayout);
+  for (const char* known : kPositions) {
+    if (name == known) return 1;
+  }
+  if (name.rfind("embed_", 0) == 0 && name != "embed_out") return 2;
+  return name == "encoder" ? 3 : kNoEmbedding;
+}
+
+bool is_embedding_name(const std::string& name) {
+  return embedding_rank(name) != kNoEmbedding;
+}
+
+bool is_head_name(const std::string& name) {
+  return name == "lm_head" || name == "embed_out" || name == "score";
+}
+
+// Unknown embeddings first, then the known decoder names in their order, the other unknown
+// names, and the output heads last.
+size_t layout_rank(const std::string& name) {
+  const size_t known = 4;  // after the four embedding ranks
+  if (is_head_name(name)) return known + std::size(kLayout) + 1;
+  for (size_t i = 0; i < std::size(kLayout); ++i) {
+    if (kLayout[i] == name) return known + i;
+  }
+  return is_embedding_name(name) ? embedding_rank(name) : known + std::size(kLayout);
 }
 
 // Natural order: runs of digits compare by value, everything else bytewise.
@@ -410,8 +442,98 @@ Module to_module(std::string name, Node& node) {
   return module;
 }
 
+// Numbered children of a container (model.layers.0, transformer.h.7) are the repeated blocks
+// every architecture keeps whole (its _no_split_modules): each gets the class "block of
+// <container>", which is no-split.
+void guess_blocks(ModelDescription& description) {
+  std::vector<std::string> containers;
+  std::function<void(Module&, const std::string&)> visit = [&](Module& module,
+                                                               const std::string& name) {
+    const bool numbered =
+        !module.children.empty() &&
+        std::all_of(module.children.begin(), module.children.end(), [](const Module& child) {
+          return !child.name.empty() &&
+                 child.name.find_first_not_of("0123456789") == std::string::npos;
+        });
+    // The outermost numbered container holds the blocks; one inside a block (unfused experts)
+    // is inside a no-split module already.
+    if (numbered) {
+      const std::string block = "block of " + (name.empty() ? std::string("the model") : name);
+      for (Module& child : module.children) child.class_name = block;
+      description.no_split_module_classes.push_back(block);
+      containers.push_back(name);
+      return;
+    }
+    for (Module& child : module.children) {
+      visit(child, name.empty() ? child.name : name + "." + child.name);
+    }
+  };
+  visit(description.root, "");
+  if (!containers.empty()) {
+    std::string list;
+    for (const std::string& c : containers) list += (list.empty() ? "" : ", ") + c;
+    description.approximate_because.push_back("no-split classes guessed: the numbered blocks of " +
+                                              list + " are kept whole");
+  }
+}
+
+// The token embedding: of the 2-dim embedding weights, the one with the most rows (the
+// vocabulary; position embeddings have fewer), the first in definition order on a tie; "" when
+// there is none.
+std::string token_embedding(const Module& root) {
+  std::string best;
+  int64_t rows = -1;
+  for (const NamedModule& named : named_modules(root)) {
+    const size_t dot = named.name.rfind('.');
+    const std::string local = dot == std::string::npos ? named.name : named.name.substr(dot + 1);
+    if (!is_embedding_name(local) || local == "encoder" || local == "embeddings") continue;
+    for (const TensorInfo& t : named.module->tensors) {
+      if (t.name == "weight" && t.shape.size() == 2 && t.shape[0] > rows) {
+        rows = t.shape[0];
+        best = named.name + ".weight";
+      }
+    }
+  }
+  return best;
+}
+
+// A causal LM whose checkpoint has no lm_head.weight ties it to its embedding, as
+// tie_word_embeddings does (safetensors saves a tied weight once): the head is added, tied.
+// With tie_word_embeddings true and a saved lm_head.weight, that copy is the same tensor.
+void guess_tied_head(ModelDescription& description, std::optional<bool> tie_word_embeddings) {
+  if (tie_word_embeddings == false) return;
+  const std::string embedding = token_embedding(description.root);
+  if (embedding.empty()) return;
+  Module* head = nullptr;
+  for (Module& child : description.root.children) {
+    if (child.name == "lm_head") head = &child;
+  }
+  if (head != nullptr && !tie_word_embeddings) return;  // saved untied: its own weight
+  if (head == nullptr) {
+    description.root.children.push_back(Module{"lm_head", "", {}, {}});
+    head = &description.root.children.back();
+  }
+  head->tensors.erase(std::remove_if(head->tensors.begin(), head->tensors.end(),
+                                     [](const TensorInfo& t) { return t.name == "weight"; }),
+                      head->tensors.end());
+  description.tied_parameters.push_back({embedding, "lm_head.weight"});
+  std::sort(description.tied_parameters.back().begin(), description.tied_parameters.back().end());
+  description.approximate_because.push_back(
+      "tied weights guessed: lm_head.weight is tied to " + embedding +
+      (tie_word_embeddings ? " (config.json: tie_word_embeddings)"
+                           : " (the weights hold no lm_head.weight)"));
+}
+
+// What a config.json of an architecture not described here still tells.
+struct ConfigHints {
+  std::optional<bool> tie_word_embeddings;
+  std::string model_type;
+};
+
 ModelDescription from_weights(const std::vector<Shard>& shards, DType dtype,
-                              const std::string& what) {
+                              const std::string& what, const ConfigHints& hints) {
+  const CheckpointRenames& renames = checkpoint_renames(hints.model_type);
+  bool renamed = false;
   ModelDescription description;
   description.from_config = false;
   description.dtype = dtype;
@@ -421,7 +543,10 @@ ModelDescription from_weights(const std::vector<Shard>& shards, DType dtype,
   };
   Node root;
   for (const Shard& shard : shards) {
-    for (const StoredTensor& stored : shard.tensors) {
+    for (const StoredTensor& saved : shard.tensors) {
+      // The name from_pretrained gives the tensor (transformers' checkpoint renames).
+      StoredTensor stored = saved;
+      stored.name = renames.apply(saved.name, renamed);
       Node* node = &root;
       size_t start = 0;
       size_t dot = 0;
@@ -445,6 +570,25 @@ ModelDescription from_weights(const std::vector<Shard>& shards, DType dtype,
   }
   description.root = to_module("", root);
   sort_tree(description.root);
+  description.approximate_because.push_back(
+      "the module tree is rebuilt from the tensor names (no config.json of an architecture "
+      "backplane describes): definition order is reconstructed, class names are unknown");
+  if (renamed) {
+    description.approximate_because.push_back(
+        "checkpoint names renamed as transformers loads a " + hints.model_type +
+        " checkpoint (its weight conversion, e.g. embed_out to lm_head)");
+  }
+  if (renames.fuses) {
+    description.approximate_because.push_back(
+        "transformers fuses some of these tensors as it loads a " + hints.model_type +
+        " checkpoint (MoE experts): inside the blocks the names differ from the model's, the "
+        "blocks' sizes do not");
+  }
+  guess_blocks(description);
+  guess_tied_head(description, hints.tie_word_embeddings);
+  description.approximate_because.push_back(
+      "non-persistent buffers (RoPE's inv_freq) and modules without saved tensors are not in "
+      "the weights; from_pretrained also places them");
 
   // What the standard decoder layout tells about the sizes.
   const auto shape_of = [&](const char* name) -> const std::vector<int64_t>* {
@@ -574,8 +718,22 @@ ModelDescription model_from_safetensors(const std::filesystem::path& path) {
       return description;
     }
   }
+  // A config.json of an architecture not described here still tells whether weights are tied
+  // and which checkpoint renames apply.
+  ConfigHints hints;
+  if (std::filesystem::is_regular_file(config_path, ec)) {
+    const std::string what = "config.json '" + config_path.string() + "'";
+    const Json config = parse_json(read_small_file(config_path, kMaxConfigBytes, what), what, {});
+    if (config.is_object() && config.contains("tie_word_embeddings") &&
+        config["tie_word_embeddings"].is_boolean()) {
+      hints.tie_word_embeddings = config["tie_word_embeddings"].get<bool>();
+    }
+    if (config.is_object() && config.contains("model_type") && config["model_type"].is_string()) {
+      hints.model_type = config["model_type"].get<std::string>();
+    }
+  }
   const std::string what = "'" + target.string() + "'";
-  return from_weights(shards, weights_dtype(shards, metadata, what), what);
+  return from_weights(shards, weights_dtype(shards, metadata, what), what, hints);
 }
 
 }  // namespace backplane

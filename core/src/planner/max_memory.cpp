@@ -164,8 +164,7 @@ std::vector<std::string> MaxMemory::warnings(std::string_view source) const {
     out.push_back(std::string(source) + " " + device.str() + "=" + std::to_string(bytes) + ": " +
                   std::to_string(bytes) +
                   " bytes is less than 1 MiB; a size without a unit counts bytes (write " +
-                  std::to_string(bytes) + "GiB or " + std::to_string(bytes) +
-                  "GB for gigabytes)");
+                  std::to_string(bytes) + "GiB or " + std::to_string(bytes) + "GB for gigabytes)");
   }
   return out;
 }

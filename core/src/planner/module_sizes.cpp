@@ -188,14 +188,27 @@ ModelTree::ModelTree(const ModelDescription& model, std::optional<DType> dtype, 
       throw InvalidArgument("tied parameters " + group.front() + ", ... : the model lists none " +
                             "of them as a tensor");
     }
-    for (int id : ids) {
-      if (info[id] == nullptr) info[id] = shared;
+    std::vector<bool> listed(ids.size());  // a tensor of the description, not a placeholder
+    for (size_t k = 0; k < ids.size(); ++k) {
+      listed[k] = info[ids[k]] != nullptr;
+      if (info[ids[k]] == nullptr) info[ids[k]] = shared;
     }
     if (ids.size() < 2) continue;
-    const int first = *std::min_element(ids.begin(), ids.end(),
-                                        [&](int a, int b) { return position[a] < position[b]; });
-    for (int id : ids) {
-      if (id != first) counted[id] = false;
+    if (rules == PlanRules::kFromPretrained && !model.tied_weights_keys.empty()) {
+      // transformers' compute_module_sizes skips every tied key (all_tied_weights_keys' targets)
+      // that named_parameters() yields, and the source counts only where it is yielded: when a
+      // target comes first in definition order, the shared tensor counts nowhere.
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const bool key = model.tied_weights_keys.count(nodes_[ids[k]].name) > 0;
+        counted[ids[k]] = listed[k] && !key;
+        if (key && listed[k]) uncounted_tied_bytes_ += static_cast<uint64_t>(shared->nbytes());
+      }
+    } else {
+      const int first = *std::min_element(ids.begin(), ids.end(),
+                                          [&](int a, int b) { return position[a] < position[b]; });
+      for (int id : ids) {
+        if (id != first) counted[id] = false;
+      }
     }
     std::sort(ids.begin(), ids.end(),
               [&](int a, int b) { return nodes_[a].name < nodes_[b].name; });

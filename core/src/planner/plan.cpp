@@ -32,8 +32,7 @@ DevicePlacement& placement_for(DevicePlan& plan, const DeviceMapTarget& target) 
   for (DevicePlacement& p : plan.placed) {
     if (p.device.str() == target.str()) return p;
   }
-  plan.placed.push_back(
-      DevicePlacement{target, label_of(target, plan.accelerator_type), 0, {}});
+  plan.placed.push_back(DevicePlacement{target, label_of(target, plan.accelerator_type), 0, {}});
   return plan.placed.back();
 }
 
@@ -65,8 +64,8 @@ void plan_strategy(const planner::ModelTree& tree, const PlanStrategy& strategy,
   for (size_t d = 0; d < placement.devices.size(); ++d) {
     if (!used[d]) continue;
     const DeviceMapTarget target = placement.devices[d].target();
-    plan.placed.push_back(DevicePlacement{target, label_of(target, plan.accelerator_type),
-                                          bytes[d], std::move(modules[d])});
+    plan.placed.push_back(DevicePlacement{target, label_of(target, plan.accelerator_type), bytes[d],
+                                          std::move(modules[d])});
   }
 }
 
@@ -110,12 +109,10 @@ void plan_given(const planner::ModelTree& tree, const PlanStrategy& strategy,
       named += (named.empty() ? "" : ", ") + uncovered[i];
     }
     throw InvalidArgument(
-        "The device_map provided does not give any device for the following parameters: " +
-        named +
-        (uncovered.size() > kNamed
-             ? " (and " + std::to_string(uncovered.size() - kNamed) + " more; " +
-                   std::to_string(uncovered.size()) + " in all)"
-             : std::string()) +
+        "The device_map provided does not give any device for the following parameters: " + named +
+        (uncovered.size() > kNamed ? " (and " + std::to_string(uncovered.size() - kNamed) +
+                                         " more; " + std::to_string(uncovered.size()) + " in all)"
+                                   : std::string()) +
         "; give their modules a device, or \"\" for everything the map does not name");
   }
   // transformers takes keys that name nothing and ignores them; the plan says so.
@@ -132,19 +129,18 @@ void check_accelerator_targets(const PlanStrategy& strategy, const PlanHardware&
   if (hardware.accelerator_type.empty()) {
     for (const auto& [module, target] : strategy.modules) {
       if (target.kind != DeviceMapTarget::Kind::kIndex) continue;
-      throw InvalidArgument("device_map names accelerator " + std::to_string(target.index) +
-                            (strategy.kind == DeviceMapKind::kExplicit
-                                 ? " for '" + module + "'"
-                                 : std::string()) +
-                            ", but there is no accelerator that automatic placement covers; "
-                            "name the device instead (e.g. 'cpu')");
+      throw InvalidArgument(
+          "device_map names accelerator " + std::to_string(target.index) +
+          (strategy.kind == DeviceMapKind::kExplicit ? " for '" + module + "'" : std::string()) +
+          ", but there is no accelerator that automatic placement covers; "
+          "name the device instead (e.g. 'cpu')");
     }
     return;
   }
   std::string present;
   for (const PlanAccelerator& a : hardware.accelerators) {
-    present += (present.empty() ? "" : ", ") + hardware.accelerator_type + ":" +
-               std::to_string(a.index);
+    present +=
+        (present.empty() ? "" : ", ") + hardware.accelerator_type + ":" + std::to_string(a.index);
   }
   for (const auto& [module, target] : strategy.modules) {
     int index = -1;
@@ -156,16 +152,14 @@ void check_accelerator_targets(const PlanStrategy& strategy, const PlanHardware&
     } else {
       continue;
     }
-    const bool found =
-        std::any_of(hardware.accelerators.begin(), hardware.accelerators.end(),
-                    [&](const PlanAccelerator& a) { return a.index == index; });
+    const bool found = std::any_of(hardware.accelerators.begin(), hardware.accelerators.end(),
+                                   [&](const PlanAccelerator& a) { return a.index == index; });
     if (found) continue;
     const std::string where = strategy.kind == DeviceMapKind::kExplicit
                                   ? "device_map entry '" + module + "'"
                                   : "device_map='" + strategy.str() + "'";
-    throw InvalidArgument(where + ": '" + hardware.accelerator_type + ":" +
-                          std::to_string(index) + "' does not exist; " +
-                          hardware.accelerator_type + " has " + present);
+    throw InvalidArgument(where + ": '" + hardware.accelerator_type + ":" + std::to_string(index) +
+                          "' does not exist; " + hardware.accelerator_type + " has " + present);
   }
 }
 
@@ -228,12 +222,20 @@ DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& st
     }
     plan_given(tree, strategy, options.max_memory, hardware, plan);
   }
+  if (tree.uncounted_tied_bytes() > 0) {
+    plan.notes.push_back(
+        "transformers counts a tied weight of " + std::to_string(tree.uncounted_tied_bytes()) +
+        " bytes nowhere (its tied name comes first in the model, and compute_module_sizes skips "
+        "tied names), so its budgets are that much short; this plan does as from_pretrained "
+        "does");
+  }
   if (tree.upcast()) {
     const std::string name = to_string(*options.dtype);
     plan.notes.push_back(
         "load_checkpoint_and_dispatch(dtype=" + name + ") converts the weights to " + name +
         " as it loads them, but Accelerate's infer_auto_device_map counts each at the smaller of " +
-        name + " and the model's own dtype, so the map it computes overfills its devices; this "
+        name +
+        " and the model's own dtype, so the map it computes overfills its devices; this "
         "plan sizes the weights as they are loaded, and its map can differ from Accelerate's");
   }
   return plan;

@@ -68,6 +68,9 @@ class ModelTree {
   // kAccelerate with a dtype larger than some loaded weights' own: they were sized as loaded,
   // where Accelerate's override would have kept their smaller size.
   bool upcast() const { return upcast_; }
+  // Bytes of tied weights that transformers' sizes count nowhere (a tied key first in
+  // definition order, its source not yielded by named_parameters()).
+  uint64_t uncounted_tied_bytes() const { return uncounted_tied_bytes_; }
 
  private:
   int add(std::string name, int parent, bool tensor, bool buffer, const Module* module);
@@ -77,6 +80,7 @@ class ModelTree {
   const ModelDescription* model_;
   PlanRules rules_;
   bool upcast_ = false;
+  uint64_t uncounted_tied_bytes_ = 0;
   std::vector<Node> nodes_;
   std::vector<int> split_children_;
   std::vector<int> initial_entries_;
