@@ -89,6 +89,18 @@ TEST(HwprobePlan, AutoOnEightSimulatedH100s) {
 // Derived by hand, and what transformers gives: GPU 0 keeps room for the largest layer
 // (embed_tokens / lm_head, 2101346304 B): 40 GiB - that leaves embed_tokens + 22 layers of
 // 1711308800 B; GPU 1 takes 25 layers (25 x 1711308800 <= 40 GiB); cpu the rest.
+TEST(HwprobePlan, AModelWordIsTheFileItNames) {
+  const std::vector<std::string> rest = {"--device-map", "auto", "--sim", "h100x8"};
+  std::vector<std::string> by_word = {kLlama70b};
+  std::vector<std::string> by_alias = {"--config", kLlama70b};
+  by_word.insert(by_word.end(), rest.begin(), rest.end());
+  by_alias.insert(by_alias.end(), rest.begin(), rest.end());
+  const json word = plan_json(by_word);
+  EXPECT_EQ(word.at("device_map"), plan_json(by_alias).at("device_map"));
+  EXPECT_EQ(word.at("model").at("kind"), "config");
+  EXPECT_FALSE(word.at("model").contains("hub_id"));
+}
+
 TEST(HwprobePlan, SequentialWithMaxMemory) {
   const json j = plan_json({"--config", kLlama70b, "--device-map", "sequential", "--max-memory",
                             "0=40GiB,1=40GiB,cpu=200GiB", "--sim", "h100x8"});
@@ -370,7 +382,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--tp-size", "2"},
                  "Tensor parallelism and `device_map` are mutually exclusive."},
         BadInput{{"--config", kLlama70b, "--weights", "x.safetensors", "--device-map", "auto"},
-                 "give one of --config FILE, --weights FILE or --tree FILE"},
+                 "give one MODEL (a folder, config.json, .safetensors file, index, module tree "
+                 "file or Hub id org/name[@revision]), or one of --config FILE"},
+        BadInput{{kLlama70b, "--config", kLlama70b, "--device-map", "auto"}, "give one MODEL"},
+        BadInput{{kLlama70b, kLlama70b, "--device-map", "auto"}, "give one MODEL"},
+        BadInput{{"tests-org/surely-not-cached", "--device-map", "auto"},
+                 "models--tests-org--surely-not-cached"},
+        BadInput{{"not/a/hub/id", "--device-map", "auto"},
+                 "'not/a/hub/id' is no file or folder, and not a Hub id"},
         BadInput{{"--config", kLlama70b}, "give --device-map VALUE (or --tp-size N)"},
         BadInput{{"--config", "/nonexistent/config.json", "--device-map", "auto"},
                  "/nonexistent/config.json"},

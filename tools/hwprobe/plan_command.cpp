@@ -3,6 +3,7 @@
 // tensor-parallel plan (tensor_parallel.hpp).
 #include <backplane/device_map.hpp>
 #include <backplane/model.hpp>
+#include <backplane/model_source.hpp>
 #include <backplane/selection.hpp>
 #include <backplane/tensor_parallel.hpp>
 
@@ -28,10 +29,38 @@ OrderedJson target_json(const backplane::DeviceMapTarget& target) {
   return target.str();
 }
 
-// Whether the model's tree is transformers' own, and if not, why.
-void add_exactness(OrderedJson& out, const backplane::ModelDescription& model) {
+// Where the model came from, whether its tree is transformers' own, and if not, why.
+void add_model_facts(OrderedJson& out, const backplane::ModelDescription& model,
+                     const backplane::ModelSource& source) {
+  OrderedJson from = {{"kind", backplane::to_string(source.kind)}, {"path", source.path.string()}};
+  if (source.hub_id) {
+    from["hub_id"] = source.hub_id->repo_id;
+    from["revision"] = source.hub_id->revision;
+    from["commit"] = source.commit;
+  }
+  out["model"] = from;
   out["exact"] = model.approximate_because.empty();
   out["approximate_because"] = model.approximate_because;
+}
+
+// One line naming the snapshot a Hub id resolved to, so the user sees which files were read.
+void print_source(const backplane::ModelSource& source) {
+  if (!source.hub_id) return;
+  std::cout << source.hub_id->repo_id << " at " << source.hub_id->revision << ": snapshot "
+            << source.commit << " (" << backplane::to_string(source.kind) << ")\n";
+}
+
+// The model named by MODEL or by one of the --config/--weights/--tree aliases (the caller
+// checked that exactly one was given).
+backplane::ModelSource chosen_source(const std::vector<std::string>& words,
+                                     const std::string& config, const std::string& weights,
+                                     const std::string& tree) {
+  using backplane::ModelFileKind;
+  using backplane::ModelSource;
+  if (!config.empty()) return ModelSource{ModelFileKind::kConfig, config, std::nullopt, ""};
+  if (!weights.empty()) return ModelSource{ModelFileKind::kWeights, weights, std::nullopt, ""};
+  if (!tree.empty()) return ModelSource{ModelFileKind::kTree, tree, std::nullopt, ""};
+  return backplane::locate_model(words.front());
 }
 
 OrderedJson plan_json(const backplane::DevicePlan& plan) {
@@ -282,13 +311,17 @@ int run_plan(const std::vector<std::string>& args) {
       "from_pretrained (default) | accelerate: load_checkpoint_and_dispatch's variant");
   add_common_options(description, common);
   const char* usage =
-      "hwprobe plan (--config FILE | --weights FILE | --tree FILE) (--device-map VALUE | "
-      "--tp-size N)\n"
+      "hwprobe plan MODEL (--device-map VALUE | --tp-size N)\n"
       "       [--max-memory LIST] [--dtype DTYPE] [--exact] [--json] [--sim NAME|FILE]";
   po::variables_map vm;
-  if (!parse_command_or_help(args, description, "", usage, vm)) return kExitOk;
-  if (int{!config.empty()} + int{!weights.empty()} + int{!tree.empty()} != 1) {
-    std::cerr << "hwprobe plan: give one of --config FILE, --weights FILE or --tree FILE\nUsage: "
+  if (!parse_command_or_help(args, description, "model", usage, vm)) return kExitOk;
+  const std::vector<std::string> words = positional_words(vm, "model");
+  if (int{!words.empty()} + int{!config.empty()} + int{!weights.empty()} + int{!tree.empty()} !=
+          1 ||
+      words.size() > 1) {
+    std::cerr << "hwprobe plan: give one MODEL (a folder, config.json, .safetensors file, index, "
+                 "module tree file or Hub id org/name[@revision]), or one of --config FILE, "
+                 "--weights FILE, --tree FILE\nUsage: "
               << usage << "\n";
     return kExitUsage;
   }
@@ -317,9 +350,8 @@ int run_plan(const std::vector<std::string>& args) {
     }
   }
 
-  backplane::ModelDescription model = !config.empty() ? backplane::model_from_config(config)
-                                      : !tree.empty() ? backplane::model_from_tree(tree)
-                                                      : backplane::model_from_safetensors(weights);
+  const backplane::ModelSource source = chosen_source(words, config, weights, tree);
+  backplane::ModelDescription model = backplane::model_from_source(source);
   if (!model.approximate_because.empty()) {
     std::string why;
     for (const std::string& reason : model.approximate_because) why += "\n  - " + reason;
@@ -356,9 +388,10 @@ int run_plan(const std::vector<std::string>& args) {
     if (common.json) {
       OrderedJson out = tp_json(tp);
       out["this_rank"] = rank_json;
-      add_exactness(out, model);
+      add_model_facts(out, model, source);
       std::cout << out.dump(2) << "\n";
     } else {
+      print_source(source);
       print_tp(model, tp);
       if (!rank_json.is_null()) {
         std::cout << "\nthis process: rank " << rank.rank << " of " << rank.world_size << " on "
@@ -383,9 +416,10 @@ int run_plan(const std::vector<std::string>& args) {
   const backplane::DevicePlan plan = backplane::plan_device_map(model, strategy, runtime, options);
   if (common.json) {
     OrderedJson out = plan_json(plan);
-    add_exactness(out, model);
+    add_model_facts(out, model, source);
     std::cout << out.dump(2) << "\n";
   } else {
+    print_source(source);
     print_plan(model, plan, strategy.str(), dtype);
   }
   return kExitOk;

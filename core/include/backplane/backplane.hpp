@@ -12,6 +12,7 @@
 #include <backplane/kernel_mapping.hpp>
 #include <backplane/kernels.hpp>
 #include <backplane/model.hpp>
+#include <backplane/model_source.hpp>
 #include <backplane/runtime.hpp>
 #include <backplane/selection.hpp>
 #include <backplane/sim_topology.hpp>
