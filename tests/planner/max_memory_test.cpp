@@ -118,6 +118,9 @@ TEST(MaxMemory, SourceNamesTheInputAndTinyBudgetsWarn) {
                 "--max-memory disk=1048575: 1048575 bytes is less than 1 MiB; a size without a "
                 "unit counts bytes (write 1048575GiB or 1048575GB for gigabytes)"}));
   EXPECT_TRUE(MaxMemory::parse("0=1MiB,cpu=0").warnings().empty());
+  // A size with a unit is no missing unit: the warning says only how small it is.
+  EXPECT_EQ(MaxMemory::parse("cpu=300KB", "--max-memory").warnings("--max-memory"),
+            (std::vector<std::string>{"--max-memory cpu=300KB: 300000 bytes is less than 1 MiB"}));
 }
 
 TEST(MaxMemory, FromMap) {

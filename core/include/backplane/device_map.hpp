@@ -80,10 +80,14 @@ class BACKPLANE_API MaxMemory {
                             std::string_view source = "max_memory");
 
   // Budgets that are most likely a mistake: above 0 and under 1 MiB (cpu=30 is 30 bytes), one
-  // sentence each naming `source` and the key. Accelerate takes them without a word.
+  // sentence each naming `source`, the key and the size as written, with a hint to add a unit
+  // when it had none. Accelerate takes them without a word.
   std::vector<std::string> warnings(std::string_view source = "max_memory") const;
 
-  void set(MemoryDevice device, uint64_t bytes) { entries_[device] = bytes; }
+  void set(MemoryDevice device, uint64_t bytes) {
+    entries_[device] = bytes;
+    written_.erase(device);
+  }
   std::optional<uint64_t> get(MemoryDevice device) const;
   const std::map<MemoryDevice, uint64_t>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }
@@ -91,7 +95,11 @@ class BACKPLANE_API MaxMemory {
   std::string str() const;
 
  private:
+  // One KEY=SIZE of parse or from_map.
+  void add(std::string_view key, std::string_view size, std::string_view source);
+
   std::map<MemoryDevice, uint64_t> entries_;
+  std::map<MemoryDevice, std::string> written_;  // the sizes as parse and from_map read them
 };
 
 // One accelerator "auto" may fill, and its free memory: the default max_memory of its index.
@@ -171,8 +179,7 @@ struct PlanOptions {
 // that are not 0..n-1, a map that leaves parameters without a device, an index or a device of
 // the accelerator type that `hardware` does not have).
 BACKPLANE_API DevicePlan plan_device_map(const ModelDescription& model,
-                                         const PlanStrategy& strategy,
-                                         const PlanHardware& hardware,
+                                         const PlanStrategy& strategy, const PlanHardware& hardware,
                                          const PlanOptions& options = {});
 // Same, on this machine (plan_hardware(runtime)); every device the map names must exist here,
 // as select_inference_device checks it (InvalidArgument with its message otherwise).

@@ -70,9 +70,10 @@ std::string terabyte_hint(std::string_view size) {
   return " (Accelerate's sizes stop at GiB: write " + whole(number * 1024) + "GiB)";
 }
 
+}  // namespace
+
 // One KEY=SIZE entry; errors start with "<source> KEY=SIZE: ".
-void add_entry(MaxMemory& memory, std::string_view key, std::string_view size,
-               std::string_view source) {
+void MaxMemory::add(std::string_view key, std::string_view size, std::string_view source) {
   const std::string entry =
       std::string(source) + " " + std::string(trim(key)) + "=" + std::string(trim(size)) + ": ";
   MemoryDevice device;
@@ -83,13 +84,10 @@ void add_entry(MaxMemory& memory, std::string_view key, std::string_view size,
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(entry + e.what() + terabyte_hint(trim(size)));
   }
-  if (memory.get(device)) {
-    throw InvalidArgument(entry + "device " + device.str() + " is given twice");
-  }
-  memory.set(device, bytes);
+  if (get(device)) throw InvalidArgument(entry + "device " + device.str() + " is given twice");
+  set(device, bytes);
+  written_[device] = std::string(trim(size));
 }
-
-}  // namespace
 
 std::string MemoryDevice::str() const {
   switch (kind) {
@@ -144,7 +142,7 @@ MaxMemory MaxMemory::parse(std::string_view text, std::string_view source) {
                             ": expected KEY=SIZE (such as 0=10GiB or cpu=64GiB), found '" +
                             std::string(trim(entry)) + "'");
     }
-    add_entry(memory, entry.substr(0, eq), entry.substr(eq + 1), source);
+    memory.add(entry.substr(0, eq), entry.substr(eq + 1), source);
     start = comma + 1;
   }
   return memory;
@@ -153,7 +151,7 @@ MaxMemory MaxMemory::parse(std::string_view text, std::string_view source) {
 MaxMemory MaxMemory::from_map(const std::vector<std::pair<std::string, std::string>>& entries,
                               std::string_view source) {
   MaxMemory memory;
-  for (const auto& [key, size] : entries) add_entry(memory, key, size, source);
+  for (const auto& [key, size] : entries) memory.add(key, size, source);
   return memory;
 }
 
@@ -161,10 +159,16 @@ std::vector<std::string> MaxMemory::warnings(std::string_view source) const {
   std::vector<std::string> out;
   for (const auto& [device, bytes] : entries_) {
     if (bytes == 0 || bytes >= (1u << 20)) continue;
-    out.push_back(std::string(source) + " " + device.str() + "=" + std::to_string(bytes) + ": " +
-                  std::to_string(bytes) +
-                  " bytes is less than 1 MiB; a size without a unit counts bytes (write " +
-                  std::to_string(bytes) + "GiB or " + std::to_string(bytes) + "GB for gigabytes)");
+    const auto it = written_.find(device);
+    const std::string written = it == written_.end() ? std::to_string(bytes) : it->second;
+    const bool unitless = written.find_first_not_of("0123456789") == std::string::npos;
+    std::string warning = std::string(source) + " " + device.str() + "=" + written + ": " +
+                          std::to_string(bytes) + " bytes is less than 1 MiB";
+    if (unitless) {
+      warning += "; a size without a unit counts bytes (write " + written + "GiB or " + written +
+                 "GB for gigabytes)";
+    }
+    out.push_back(warning);
   }
   return out;
 }
