@@ -10,6 +10,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include "model/architecture_descriptor.hpp"
+#include "model/config_loader.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -42,8 +45,7 @@ void plan(benchmark::State& state, const char* strategy) {
   const backplane::PlanHardware hardware = eight_h100();
   size_t entries = 0;
   for (auto _ : state) {
-    const backplane::DevicePlan p =
-        backplane::plan_device_map(model, request, hardware);
+    const backplane::DevicePlan p = backplane::plan_device_map(model, request, hardware);
     entries = p.device_map.size();
     benchmark::DoNotOptimize(entries);
   }
@@ -65,6 +67,38 @@ BENCHMARK(BM_PlanSequential)
     ->Unit(benchmark::kMicrosecond)
     ->Complexity(benchmark::oN);
 
+// config.json -> ModelDescription for the 70B: the hand-written table (config_loader.cpp) and
+// the architecture descriptor (architectures/llama.json) read the same config.
+nlohmann::json llama_70b_config() {
+  std::ifstream in(BENCH_DATA "/llama-70b-config.json");
+  return nlohmann::json::parse(in);
+}
+
+void BM_DescribeFromTable(benchmark::State& state) {
+  const nlohmann::json config = llama_70b_config();
+  for (auto _ : state) {
+    const backplane::ModelDescription model =
+        backplane::model_detail::build_from_config(config, "config.json", std::nullopt);
+    benchmark::DoNotOptimize(model.root.children.size());
+  }
+}
+void BM_DescribeFromDescriptor(benchmark::State& state) {
+  const nlohmann::json config = llama_70b_config();
+  const backplane::model_detail::EmbeddedDescriptor* llama =
+      backplane::model_detail::descriptor_for_model_type("llama");
+  if (llama == nullptr) {
+    state.SkipWithError("no llama descriptor");
+    return;
+  }
+  for (auto _ : state) {
+    const backplane::ModelDescription model =
+        backplane::model_detail::build_from_descriptor(*llama, config, "config.json", std::nullopt);
+    benchmark::DoNotOptimize(model.root.children.size());
+  }
+}
+BENCHMARK(BM_DescribeFromTable)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DescribeFromDescriptor)->Unit(benchmark::kMicrosecond);
+
 // Console output, plus the 800/80 ratio of each benchmark at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -81,13 +115,27 @@ class RatioReporter : public benchmark::ConsoleReporter {
       }
       if (median) medians_.insert(name);
       const size_t slash = name.rfind('/');
-      if (slash == std::string::npos) continue;
+      if (slash == std::string::npos) {
+        times_[name][""] = run.GetAdjustedRealTime();
+        continue;
+      }
       times_[name.substr(0, slash)][name.substr(slash + 1)] = run.GetAdjustedRealTime();
     }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
+    const auto table = times_.find("BM_DescribeFromTable");
+    const auto descriptor = times_.find("BM_DescribeFromDescriptor");
+    if (table != times_.end() && descriptor != times_.end()) {
+      std::ostringstream line;
+      line.precision(3);
+      line << "describing the 70B from config.json: " << table->second.begin()->second
+           << " us through the table, " << descriptor->second.begin()->second
+           << " us through its descriptor; ratio "
+           << descriptor->second.begin()->second / table->second.begin()->second << "\n";
+      GetOutputStream() << line.str();
+    }
     for (const auto& [name, by_arg] : times_) {
       const auto small = by_arg.find("80");
       const auto large = by_arg.find("800");

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <string>
 #include <utility>
@@ -253,11 +255,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refused{"", "not valid JSON"}, Refused{"[1, 2]", "must be a JSON object"},
         Refused{"{\"model_type\": \"llama\",}", "not valid JSON"},
-        Refused{R"({"model_type": "gemma"})",
-                "model_type 'gemma' is not supported; supported: LlamaForCausalLM"},
-        Refused{R"({"architectures": ["GPT2LMHeadModel"]})",
-                "architecture 'GPT2LMHeadModel' is not supported; supported: LlamaForCausalLM "
-                "(model_type 'llama'), MistralForCausalLM"},
+        // A name no descriptor has: the nearest ones, and the tool for any architecture.
+        Refused{R"({"model_type": "lama"})", "model_type 'lama' is not described here ("},
+        Refused{R"({"model_type": "lama"})", "nearest: llama"},
+        Refused{R"({"model_type": "lama"})",
+                "tools/export-module-tree writes its module tree for `hwprobe plan --tree`"},
+        Refused{R"({"architectures": ["GPT2LMHeadModl"]})",
+                "architecture 'GPT2LMHeadModl' is not described here"},
+        Refused{R"({"architectures": ["GPT2LMHeadModl"]})", "nearest: GPT2LMHeadModel"},
         Refused{R"({"architectures": ["LlamaForCausalLM"], "model_type": "qwen2"})",
                 "`architectures` names LlamaForCausalLM but `model_type` is 'qwen2'"},
         Refused{R"({"vocab_size": 10})", "names no `model_type` and no `architectures`"},
@@ -391,9 +396,16 @@ TEST(ModelFromConfig, TextWithinTheSizeLimit) {
 }
 
 TEST(ModelFromConfig, SupportedArchitectures) {
-  EXPECT_EQ(backplane::supported_architectures(),
+  // The hand-written table first, then every architecture descriptor, each class once.
+  const std::vector<std::string> names = backplane::supported_architectures();
+  ASSERT_GE(names.size(), 44u);
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 4),
             (std::vector<std::string>{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                                       "Qwen3ForCausalLM"}));
+  for (const char* described : {"GPT2LMHeadModel", "MixtralForCausalLM", "DeepseekV3ForCausalLM",
+                                "GptOssForCausalLM", "BertLMHeadModel"}) {
+    EXPECT_EQ(std::count(names.begin(), names.end(), described), 1) << described;
+  }
 }
 
 }  // namespace

@@ -184,7 +184,7 @@ TEST(Safetensors, AnUndescribedDecoderGetsItsEmbeddingsFirstBlocksWholeAndItsTie
             std::string::npos);
   // tie_word_embeddings false in a config.json of an undescribed architecture: no head added.
   std::ofstream(folder.path() / "config.json")
-      << R"({"model_type": "gpt2", "tie_word_embeddings": false})";
+      << R"({"model_type": "an_architecture_to_come", "tie_word_embeddings": false})";
   EXPECT_TRUE(backplane::model_from_safetensors(folder.path() / "model.safetensors")
                   .tied_parameters.empty());
 }
@@ -473,10 +473,19 @@ TEST(Safetensors, WeightsThatDoNotFitTheConfigAreRefused) {
                 .find("'model.layers.0.mlp.down_proj.weight' of shape [4,6], but config.json"),
             std::string::npos)
       << error_of(folder.path());
-  // A config of another architecture is set aside: the tree comes from the weights.
+  // A config of another described architecture contradicts the weights: the first tensor
+  // that differs is named.
   write_safetensors(folder.path() / "model.safetensors", llama_checkpoint(2).text(),
                     llama_checkpoint(2).offset);
-  std::ofstream(folder.path() / "config.json") << R"({"model_type": "gpt2"})";
+  std::ofstream(folder.path() / "config.json")
+      << R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 4, "n_head": 2, "vocab_size": 10})";
+  EXPECT_NE(error_of(folder.path())
+                .find("The weights hold 'model.embed_tokens.weight', which GPT2LMHeadModel as "
+                      "config.json"),
+            std::string::npos)
+      << error_of(folder.path());
+  // One no descriptor has is set aside: the tree comes from the weights.
+  std::ofstream(folder.path() / "config.json") << R"({"model_type": "an_architecture_to_come"})";
   EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
   // So is a quantized one: its weights say more than the config's modules.
   std::ofstream(folder.path() / "config.json")
@@ -485,6 +494,58 @@ TEST(Safetensors, WeightsThatDoNotFitTheConfigAreRefused) {
   // A broken config of a supported one is not.
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "llama", "hidden_size": -1})";
   EXPECT_NE(error_of(folder.path()).find("`hidden_size` = -1 is out of range"), std::string::npos);
+}
+
+// A Mixtral checkpoint as save_pretrained writes it: experts one by one under
+// block_sparse_moe (transformers renames them to mlp and fuses w1/w3 into gate_up_proj and w2
+// into down_proj as it loads). The weights are checked against the config through those
+// renames: per expert module, the stored elements must be the fused tensors' elements.
+Checkpoint mixtral_checkpoint(int64_t expert_width) {
+  Checkpoint c;
+  c.add("model.embed_tokens.weight", "F32", {10, 4}, 4);
+  const std::string p = "model.layers.0.";
+  c.add(p + "self_attn.q_proj.weight", "F32", {4, 4}, 4);
+  c.add(p + "self_attn.k_proj.weight", "F32", {2, 4}, 4);
+  c.add(p + "self_attn.v_proj.weight", "F32", {2, 4}, 4);
+  c.add(p + "self_attn.o_proj.weight", "F32", {4, 4}, 4);
+  c.add(p + "block_sparse_moe.gate.weight", "F32", {2, 4}, 4);
+  for (int e = 0; e < 2; ++e) {
+    const std::string expert = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+    c.add(expert + "w1.weight", "F32", {expert_width, 4}, 4);
+    c.add(expert + "w3.weight", "F32", {expert_width, 4}, 4);
+    c.add(expert + "w2.weight", "F32", {4, expert_width}, 4);
+  }
+  c.add(p + "input_layernorm.weight", "F32", {4}, 4);
+  c.add(p + "post_attention_layernorm.weight", "F32", {4}, 4);
+  c.add("model.norm.weight", "F32", {4}, 4);
+  c.add("lm_head.weight", "F32", {10, 4}, 4);
+  return c;
+}
+
+TEST(Safetensors, UnfusedExpertsAreCheckedAgainstTheFusedTree) {
+  backplane::testing::TempFolder folder;
+  const char* config = R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 4,
+    "intermediate_size": 6, "num_hidden_layers": 1, "num_attention_heads": 2,
+    "num_key_value_heads": 1, "num_local_experts": 2})";
+  std::ofstream(folder.path() / "config.json") << config;
+  const Checkpoint fits = mixtral_checkpoint(6);
+  write_safetensors(folder.path() / "model.safetensors", fits.text(), fits.offset);
+  const auto d = backplane::model_from_safetensors(folder.path());
+  EXPECT_TRUE(d.from_config);
+  EXPECT_TRUE(d.approximate_because.empty());
+  const auto* experts = backplane::find_module(d.root, "model.layers.0.mlp.experts");
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->tensors.at(0).name, "gate_up_proj");
+  EXPECT_EQ(experts->tensors.at(0).shape, (std::vector<int64_t>{2, 12, 4}));
+  // Experts 8 wide where the config says 6: the module and both counts are named.
+  const Checkpoint wider = mixtral_checkpoint(8);
+  write_safetensors(folder.path() / "model.safetensors", wider.text(), wider.offset);
+  EXPECT_NE(error_of(folder.path())
+                .find("The weights hold 192 elements under 'model.layers.0.mlp.experts', which "
+                      "MixtralForCausalLM as config.json"),
+            std::string::npos)
+      << error_of(folder.path());
+  EXPECT_NE(error_of(folder.path()).find("fuses into 144"), std::string::npos);
 }
 
 }  // namespace

@@ -319,4 +319,125 @@ TEST(DeviceMapDifferential, FromExportedTrees) {
             << "own config defaults\n";
 }
 
+// One line per module and tensor, in named_modules() order, then the model-wide lists: two
+// descriptions are the same model for every planner and rule when these lines are equal.
+std::vector<std::string> model_lines(const backplane::ModelDescription& model) {
+  std::vector<std::string> lines;
+  for (const backplane::NamedModule& named : backplane::named_modules(model.root)) {
+    lines.push_back("module " + named.name + " " + named.module->class_name);
+    for (const backplane::TensorInfo& tensor : named.module->tensors) {
+      std::string shape;
+      for (int64_t dim : tensor.shape) shape += (shape.empty() ? "" : ",") + std::to_string(dim);
+      lines.push_back(
+          "  " + tensor.name + " [" + shape + "] " + backplane::to_string(tensor.dtype) +
+          (tensor.buffer ? (tensor.persistent ? " buffer" : " non-persistent buffer") : ""));
+    }
+  }
+  for (const std::string& name : model.no_split_module_classes) lines.push_back("no_split " + name);
+  for (const auto& group : model.tied_parameters) {
+    std::string names;
+    for (const std::string& name : group) names += " " + name;
+    lines.push_back("tied" + names);
+  }
+  for (const auto& [target, source] : model.tied_weights_keys) {
+    lines.push_back("tied key " + target + " <- " + source);
+  }
+  for (const auto& [pattern, style] : model.tp_plan) lines.push_back("tp " + pattern + " " + style);
+  for (const auto& [key, value] : model.hyperparameters) {
+    lines.push_back("hyperparameter " + key + " " + std::to_string(value));
+  }
+  return lines;
+}
+
+std::string first_difference(const backplane::ModelDescription& expected,
+                             const backplane::ModelDescription& got) {
+  const std::vector<std::string> a = model_lines(expected);
+  const std::vector<std::string> b = model_lines(got);
+  for (size_t i = 0; i < a.size() || i < b.size(); ++i) {
+    const std::string x = i < a.size() ? a[i] : "(nothing)";
+    const std::string y = i < b.size() ? b[i] : "(nothing)";
+    if (x != y) return "line " + std::to_string(i) + ": transformers '" + x + "', ours '" + y + "'";
+  }
+  return "";
+}
+
+// The architectures users load most (those of the list that are described): each must
+// be described and equal to transformers over all its configs.
+constexpr const char* kDescribedArchitectures[] = {
+    "llama",    "mistral",    "qwen2",     "qwen3",      "gemma",       "gemma2",      "phi",
+    "phi3",     "mixtral",    "qwen2_moe", "qwen3_moe",  "deepseek_v2", "deepseek_v3", "gpt_oss",
+    "gpt2",     "gpt_neox",   "gptj",      "starcoder2", "olmo2",       "cohere",      "cohere2",
+    "granite",  "granitemoe", "stablelm",  "mamba",      "jamba",       "glm4",        "glm4_moe",
+    "ernie4_5", "smollm3",    "bert",
+};
+
+// Architectures as data (core/src/model/architectures/): for every architecture with a
+// descriptor, each config.json the oracle wrote (as save_pretrained writes it, in full, and
+// small edges: flags flipped, grouped-query attention, wider, shallower) must give, through
+// model_from_config_json alone, the tree transformers built for it; and the plans of the
+// class defaults must equal from_pretrained's for every strategy and budget.
+TEST(DeviceMapDifferential, FromConfigsThroughDescriptors) {
+  const json data = read_oracle("BACKPLANE_ARCHITECTURE_ORACLE");
+  const std::vector<std::string> described = backplane::supported_architectures();
+  const std::set<std::string> described_set(described.begin(), described.end());
+  std::map<std::string, backplane::ModelDescription> planned;
+  int configs = 0, equal_architectures = 0;
+  std::set<std::string> equal;
+  std::vector<std::string> differences;
+  for (const auto& [id, model] : data.at("models").items()) {
+    if (!described_set.count(model.at("tree").at("architecture").get<std::string>())) continue;
+    try {
+      backplane::model_from_config_json(json{{"model_type", id}}.dump());
+    } catch (const backplane::InvalidArgument& e) {
+      // Another model_type of a described class (a Llama clone): not this descriptor's.
+      if (std::string(e.what()).find("is not described here") != std::string::npos) continue;
+    }
+    bool all_equal = true;
+    for (const json& variant : model.at("configs")) {
+      const std::string label = id + " (" + variant.at("label").get<std::string>() + ")";
+      ++configs;
+      try {
+        const backplane::ModelDescription ours =
+            backplane::model_from_config_json(variant.at("config").dump());
+        const backplane::ModelDescription theirs =
+            backplane::model_from_tree_json(variant.at("tree").dump(), label);
+        EXPECT_TRUE(ours.approximate_because.empty()) << label;
+        const std::string difference = first_difference(theirs, ours);
+        if (!difference.empty()) {
+          all_equal = false;
+          differences.push_back(label + ": " + difference);
+        }
+        if (variant.at("label") == "full") planned.emplace(id, ours);
+      } catch (const std::exception& e) {
+        all_equal = false;
+        differences.push_back(label + ": " + e.what());
+      }
+    }
+    equal_architectures += all_equal ? 1 : 0;
+    if (all_equal) equal.insert(id);
+  }
+  for (size_t i = 0; i < differences.size() && i < 25; ++i) ADD_FAILURE() << differences[i];
+  EXPECT_EQ(differences.size(), 0u) << "of " << configs << " configs";
+  Outcome outcome;
+  for (const json& c : data.at("cases")) {
+    const auto it = planned.find(c.at("model").get<std::string>());
+    if (it != planned.end()) run_case(c, it->second, outcome);
+  }
+  for (size_t i = 0; i < outcome.mismatches.size() && i < 25; ++i) {
+    ADD_FAILURE() << outcome.mismatches[i];
+  }
+  EXPECT_EQ(outcome.mismatches.size(), 0u) << "of " << outcome.compared << " cases";
+  // The architectures users load most, each described and equal over all its configs. Adding
+  // an architecture: its descriptor file (architecture_descriptors.py writes it) and a row.
+  for (const char* model_type : kDescribedArchitectures) {
+    EXPECT_EQ(equal.count(model_type), 1u) << model_type << " is not described and equal";
+  }
+  EXPECT_GE(equal_architectures, 40);
+  std::cout << "[ planner  ] descriptors: " << equal_architectures << " of "
+            << data.at("models").size() + data.at("refused").size()
+            << " causal-LM architectures equal to transformers over " << configs << " configs; "
+            << outcome.compared << " plans from config.json alone, " << outcome.mismatches.size()
+            << " differ\n";
+}
+
 }  // namespace

@@ -19,6 +19,8 @@ using testing_support::ProcessResult;
 using testing_support::run_process;
 
 const std::string kLlama70b = BENCH_DATA "/llama-70b-config.json";
+const std::string kMixtral = BENCH_DATA "/mixtral-8x22b-config.json";
+const std::string kPlannerData = TEST_DATA;
 
 ProcessResult hwprobe(std::vector<std::string> args,
                       const std::map<std::string, std::string>& launch = {}) {
@@ -60,6 +62,24 @@ class TinyConfig {
  private:
   std::filesystem::path dir_;
 };
+
+// A safetensors file of float32 tensors (zeros) with these names and shapes.
+void write_f32_safetensors(const std::filesystem::path& path,
+                           const std::vector<std::pair<std::string, std::vector<int>>>& tensors) {
+  json header = json::object();
+  size_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    size_t bytes = 4;
+    for (int d : shape) bytes *= static_cast<size_t>(d);
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  const std::string text = header.dump();
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  file += text + std::string(offset, '\0');
+  std::ofstream(path.string(), std::ios::binary) << file;
+}
 
 TEST(HwprobePlan, AutoOnEightSimulatedH100s) {
   const json j = plan_json({"--config", kLlama70b, "--device-map", "auto", "--sim", "h100x8"});
@@ -195,19 +215,7 @@ TEST(HwprobePlan, FromSafetensorsWeights) {
       {"model.layers.0.mlp.gate_proj.weight", {8, 4}},
       {"model.layers.1.mlp.gate_proj.weight", {8, 4}},
       {"model.norm.weight", {4}}};
-  json header = json::object();
-  size_t offset = 0;
-  for (const auto& [name, shape] : tensors) {
-    size_t bytes = 4;
-    for (int d : shape) bytes *= static_cast<size_t>(d);
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  const std::string text = header.dump();
-  std::string file(8, '\0');
-  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
-  file += text + std::string(offset, '\0');
-  std::ofstream((dir / "model.safetensors").string(), std::ios::binary) << file;
+  write_f32_safetensors(dir / "model.safetensors", tensors);
 
   const json j = plan_json({"--weights", (dir / "model.safetensors").string(), "--device-map",
                             "sequential", "--max-memory", "0=1MB,cpu=1MB"});
@@ -238,19 +246,7 @@ TEST(HwprobePlan, ATreeFilePlansExactlyAndWeightsAloneSayTheyAreApproximate) {
   // The same shapes as bare weights: planned, but approximate, and --exact refuses it.
   const std::vector<std::pair<std::string, std::vector<int>>> tensors = {
       {"blocks.0.w", {1024, 256}}, {"blocks.1.w", {1024, 256}}, {"head.weight", {64, 256}}};
-  json header = json::object();
-  size_t offset = 0;
-  for (const auto& [name, shape] : tensors) {
-    size_t bytes = 4;
-    for (int d : shape) bytes *= static_cast<size_t>(d);
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  const std::string text = header.dump();
-  std::string file(8, '\0');
-  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
-  file += text + std::string(offset, '\0');
-  std::ofstream((dir / "model.safetensors").string(), std::ios::binary) << file;
+  write_f32_safetensors(dir / "model.safetensors", tensors);
   const std::vector<std::string> weights = {"--weights",    (dir / "model.safetensors").string(),
                                             "--device-map", "sequential",
                                             "--max-memory", "0=2200KiB,cpu=10MiB",
@@ -276,6 +272,21 @@ TEST(HwprobePlan, ATreeFilePlansExactlyAndWeightsAloneSayTheyAreApproximate) {
   EXPECT_NE(r.err.find("--exact: the plan would be approximate"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("tools/export-module-tree"), std::string::npos) << r.err;
   std::filesystem::remove_all(dir);
+}
+
+// Mixtral is described by its architecture descriptor (core/src/model/architectures/): its
+// plan is exact, and its decoder layers are kept whole.
+TEST(HwprobePlan, ADescribedArchitecturePlansExactly) {
+  const json j = plan_json({kMixtral, "--device-map", "auto", "--sim", "h100x8"});
+  EXPECT_EQ(j.at("exact"), true);
+  EXPECT_EQ(j.at("approximate_because"), json::array());
+  EXPECT_EQ(j.at("architecture"), "MixtralForCausalLM");
+  // 56 layers of 8 experts (fused gate_up_proj and down_proj) in bf16: about 281 GB.
+  EXPECT_GT(j.at("model_size").get<uint64_t>(), 280'000'000'000u);
+  EXPECT_LT(j.at("model_size").get<uint64_t>(), 283'000'000'000u);
+  for (const auto& [name, device] : j.at("device_map").items()) {
+    EXPECT_EQ(name.find(".mlp"), std::string::npos) << name << ": a layer was split";
+  }
 }
 
 TEST(HwprobePlan, ReadableFormShowsDevicesAndOffload) {
@@ -391,6 +402,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"not/a/hub/id", "--device-map", "auto"},
                  "'not/a/hub/id' is no file or folder, and not a Hub id"},
         BadInput{{"--config", kLlama70b}, "give --device-map VALUE (or --tp-size N)"},
+        // An architecture no descriptor has: the nearest names, and the tool for any.
+        BadInput{{kPlannerData + "/unknown-architecture-config.json", "--device-map", "auto"},
+                 "model_type 'mixtrall' is not described here"},
+        BadInput{{kPlannerData + "/unknown-architecture-config.json", "--device-map", "auto"},
+                 "nearest: mixtral"},
+        BadInput{{kPlannerData + "/unknown-architecture-config.json", "--device-map", "auto"},
+                 "tools/export-module-tree"},
+        // A field the architecture needs, left null: the field and the architecture.
+        BadInput{{kPlannerData + "/gpt2-null-width-config.json", "--device-map", "auto"},
+                 "`n_embd` is null; GPT2LMHeadModel's config types it int"},
         BadInput{{"--config", "/nonexistent/config.json", "--device-map", "auto"},
                  "/nonexistent/config.json"},
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--bogus"},

@@ -6,13 +6,13 @@ so that plans split them), written by tools/export-module-tree's own code, and w
 from_pretrained's planning (transformers.integrations.accelerate._get_device_map) places for
 each strategy over budgets that split the model across 2-4 GPUs with cpu and disk offload.
 
-Writes {"models": {model_type: {"tree": <the tree file's JSON>, "model_size": N}},
+Writes {"models": {model_type: {"tree": <the tree file's JSON>, "model_size": N,
+                                "configs": [{"label", "config": <config.json>, "tree"}]}},
         "cases": [...as device_map_oracle.py writes them...],
         "refused": {model_type: "why transformers could not build it"}}.
 Deterministic. Usage: architecture_oracle.py OUT.json
 """
 
-import hashlib
 import importlib.machinery
 import importlib.util
 import json
@@ -27,30 +27,18 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TOOL = os.path.join(ROOT, "tools", "export-module-tree", "export-module-tree")
 
 
-def _stamp():
-    digest = hashlib.sha256()
-    for path in (__file__, TOOL, os.path.join(HERE, "device_map_oracle.py")):
-        with open(path, "rb") as f:
-            digest.update(f.read())
-    import importlib.metadata
+sys.path.insert(0, HERE)
+import oracle_stamp  # noqa: E402
 
-    for package in ("torch", "transformers", "accelerate"):
-        digest.update(f"{package}={importlib.metadata.version(package)}".encode())
-    return digest.hexdigest()
-
-
+STAMPED = [__file__, TOOL, os.path.join(HERE, "device_map_oracle.py"), oracle_stamp.__file__]
 if __name__ == "__main__" and len(sys.argv) == 2:
-    try:
-        with open(sys.argv[1] + ".stamp") as f:
-            if f.read() == _stamp() and os.path.exists(sys.argv[1]):
-                sys.exit(0)
-    except OSError:
-        pass
+    oracle_stamp.exit_if_current(sys.argv[1], STAMPED)  # up to date: nothing to do
 
 sys.path.insert(0, HERE)
 import device_map_oracle as dmo  # noqa: E402  (its budget and simulation helpers)
 import torch  # noqa: E402
 from transformers import CONFIG_MAPPING  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
 
 
@@ -86,6 +74,61 @@ def small_config(model_type, shrink=True):
     return config
 
 
+def saved_config(config, diff):
+    """config.json as save_pretrained writes it (diff: only what differs from the defaults)."""
+    data = json.loads(config.to_json_string(use_diff=diff))
+    data.pop("transformers_version", None)
+    return data
+
+
+def edge_changes(data):
+    """Small edge configs: each flag flipped, grouped-query attention, a wider and a
+    shallower model; those transformers refuses are left out."""
+    changes = []
+    for key in ("tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "qkv_bias",
+                "bias", "use_bias", "parallel_attn", "new_decoder_architecture"):
+        if isinstance(data.get(key), bool):
+            changes.append((f"{key}={not data[key]}", {key: not data[key]}))
+    heads, kv = data.get("num_attention_heads"), data.get("num_key_value_heads")
+    if isinstance(heads, int) and heads % 2 == 0 and isinstance(kv, int) and kv == heads:
+        changes.append(("gqa", {"num_key_value_heads": heads // 2}))
+    for key in ("hidden_size", "n_embd", "d_model"):
+        if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
+            changes.append((f"{key}x2", {key: data[key] * 2}))
+            break
+    for key in LAYER_KEYS:
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 2:
+            change = {key: 3}
+            for list_key in ("layer_types", "mlp_only_layers", "block_types", "layers_block_type"):
+                if isinstance(data.get(list_key), list) and len(data[list_key]) > 3:
+                    change[list_key] = data[list_key][:3]
+            changes.append(("3-layers", change))
+            break
+    return changes
+
+
+def config_variants(config, tool, model_type):
+    """[{label, config, tree}]: the configs the descriptor of this architecture must read as
+    transformers does, each with the tree transformers builds for it."""
+    out = [{"label": "saved", "config": saved_config(config, True)},
+           {"label": "full", "config": saved_config(config, False)}]
+    base = saved_config(config, False)
+    for label, change in edge_changes(base):
+        out.append({"label": label, "config": dict(base, **change)})
+    built = []
+    for variant in out:
+        try:
+            edited = CONFIG_MAPPING[model_type].from_dict(dict(variant["config"]))
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(edited, dtype=torch.float32)
+            variant["tree"] = tool.describe(model, edited, "causal-lm", variant["label"])
+            built.append(variant)
+        except Exception:  # an edge transformers refuses: not a case
+            continue
+    return built
+
+
 def main():
     out_path = sys.argv[1]
     logging.disable(logging.WARNING)
@@ -119,7 +162,8 @@ def main():
         if size == 0:
             refused[model_type] = "no parameters"
             continue
-        models[model_type] = {"tree": tree, "model_size": size}
+        models[model_type] = {"tree": tree, "model_size": size,
+                              "configs": config_variants(config, tool, model_type)}
         s = size
         block = max((v for k, v in sizes.items() if k.count(".") == 2 and k.split(".")[-1].isdigit()),
                     default=s // 8)
@@ -144,8 +188,7 @@ def main():
                 })
     with open(out_path, "w") as f:
         json.dump({"models": models, "cases": cases, "refused": refused}, f)
-    with open(out_path + ".stamp", "w") as f:
-        f.write(_stamp())
+    oracle_stamp.write(out_path, STAMPED)
     print(f"architecture_oracle: {len(models)} architectures built, {len(refused)} refused, "
           f"{len(cases)} cases in {time.time() - started:.1f} s -> {out_path}", file=sys.stderr)
 

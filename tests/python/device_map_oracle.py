@@ -30,8 +30,6 @@ Usage: device_map_oracle.py OUT.json
 """
 
 import copy
-import hashlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -41,23 +39,12 @@ import time
 import warnings
 
 
-def _stamp():
-    """What the output depends on: this script and the oracles' versions."""
-    with open(__file__, "rb") as f:
-        digest = hashlib.sha256(f.read())
-    for package in ("torch", "transformers", "accelerate"):
-        digest.update(f"{package}={importlib.metadata.version(package)}".encode())
-    return digest.hexdigest()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_stamp  # noqa: E402
 
-
+STAMPED = [__file__, oracle_stamp.__file__]
 if __name__ == "__main__" and len(sys.argv) == 2:
-    # Up to date: nothing to do (importing torch alone takes seconds).
-    try:
-        with open(sys.argv[1] + ".stamp") as f:
-            if f.read() == _stamp() and os.path.exists(sys.argv[1]):
-                sys.exit(0)
-    except OSError:
-        pass
+    oracle_stamp.exit_if_current(sys.argv[1], STAMPED)  # up to date: nothing to do
 
 import torch  # noqa: E402
 from accelerate.utils import modeling as acc  # noqa: E402
@@ -364,8 +351,7 @@ def main():
     _simulated = None
     with open(out_path, "w") as f:
         json.dump({"models": models, "cases": cases}, f)
-    with open(out_path + ".stamp", "w") as f:
-        f.write(_stamp())
+    oracle_stamp.write(out_path, STAMPED)
     print(f"device_map_oracle: {len(models)} models, {len(cases)} cases in "
           f"{time.time() - started:.1f} s -> {out_path}", file=sys.stderr)
 

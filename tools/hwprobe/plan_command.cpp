@@ -39,6 +39,8 @@ void add_model_facts(OrderedJson& out, const backplane::ModelDescription& model,
     from["commit"] = source.commit;
   }
   out["model"] = from;
+  out["architecture"] = model.architecture;
+  out["model_type"] = model.model_type;
   out["exact"] = model.approximate_because.empty();
   out["approximate_because"] = model.approximate_because;
 }

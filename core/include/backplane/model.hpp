@@ -104,15 +104,25 @@ BACKPLANE_API std::vector<NamedModule> named_modules(const Module& root);
 BACKPLANE_API const Module* find_module(const Module& root, std::string_view qualified_name);
 
 // The architectures model_from_config knows: LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM.
+// Qwen2ForCausalLM, Qwen3ForCausalLM (a hand-written table with transformers' own config
+// checks), then one class per architecture descriptor (core/src/model/architectures/: GPT-2,
+// Mixtral, DeepSeek-V3, gpt-oss, ...; written by tests/python/architecture_descriptors.py from
+// transformers 5.24 and compared with it by the differential test).
 BACKPLANE_API std::vector<std::string> supported_architectures();
 
 // The model AutoModelForCausalLM builds from this config.json in transformers 5.24: the same
 // module names, definition order, class names, parameter and buffer shapes and dtypes as its
 // named_modules(), named_parameters() and named_buffers() report.
-// - Architecture: `model_type` (llama, mistral, qwen2, qwen3) chooses, as AutoModelForCausalLM
-//   does; `architectures[0]`, when present, must be the matching *ForCausalLM class. Without
-//   model_type, architectures[0] chooses.
+// - Architecture: `model_type` chooses, as AutoModelForCausalLM does; `architectures[0]`, when
+//   present, must be the matching class. Without model_type, architectures[0] chooses. An
+//   architecture no descriptor has is refused naming the nearest described ones and
+//   tools/export-module-tree (its tree file plans any architecture: model_from_tree).
+// - A descriptor's architecture: keys are typed as its config class types them (an int field
+//   given 0.5 or null is refused, naming the key and the architecture), aliases of the class's
+//   attribute_map are followed, and fields the class fills in (head_dim from hidden_size //
+//   num_attention_heads) are filled in alike. The limits below are the table's; a descriptor's
+//   sizes are bounded by the module count (2^22) and shapes (2^40 per axis) they make.
+// Below: the table's four architectures.
 // - Missing keys take the defaults of the transformers config class (LlamaConfig: vocab 32000,
 //   hidden 4096, ...; Qwen2Config's num_key_value_heads is 32, not num_attention_heads).
 //   head_dim: explicit, else hidden_size / num_attention_heads.

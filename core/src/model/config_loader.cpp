@@ -7,6 +7,7 @@
 // embedding_rowwise rule added to the base model's tp_plan).
 #include "config_loader.hpp"
 
+#include "architecture_descriptor.hpp"
 #include "json_input.hpp"
 
 #include <backplane/error.hpp>
@@ -72,16 +73,6 @@ constexpr Architecture kArchitectures[] = {
     {"qwen3", "Qwen3ForCausalLM", "Qwen3", 151936, 4096, 22016, 32, 32, Field::kNullable, 32,
      Field::kRequired, 128, QkvBias::kFromConfig, true, false, true, false, true},
 };
-
-std::string supported_list() {
-  std::string names;
-  for (const Architecture& arch : kArchitectures) {
-    if (!names.empty()) names += ", ";
-    names +=
-        std::string(arch.architecture) + " (model_type '" + std::string(arch.model_type) + "')";
-  }
-  return names;
-}
 
 // transformers.activations.ACT2CLS: the class hidden_act instantiates, and its state.
 struct Activation {
@@ -241,35 +232,74 @@ bool quantized(const Json& config) {
   return it != config.end() && !it->is_null();
 }
 
-const Architecture& identify(const Config& config) {
+// The architecture a config names: a hand-written entry above, else a descriptor
+// (architecture_descriptor.hpp). Exactly one of the two is set.
+struct Identified {
+  const Architecture* table = nullptr;
+  const EmbeddedDescriptor* descriptor = nullptr;
+  std::string_view model_type() const {
+    return table ? table->model_type : std::string_view(descriptor->model_type);
+  }
+  std::string_view architecture() const {
+    return table ? table->architecture : std::string_view(descriptor->architecture);
+  }
+};
+
+Identified by_model_type(std::string_view model_type) {
+  return {find_by_model_type(model_type), find_by_model_type(model_type) == nullptr
+                                              ? descriptor_for_model_type(model_type)
+                                              : nullptr};
+}
+
+Identified by_class(std::string_view architecture) {
+  return {find_by_class(architecture),
+          find_by_class(architecture) == nullptr ? descriptor_for_class(architecture) : nullptr};
+}
+
+bool found(const Identified& identified) {
+  return identified.table != nullptr || identified.descriptor != nullptr;
+}
+
+// "is not described here; nearest: ...; ..." for a name no architecture has.
+std::string not_described(std::string_view name) {
+  std::string nearest;
+  for (const std::string& candidate : nearest_described(name, 3)) {
+    nearest += (nearest.empty() ? "" : ", ") + candidate;
+  }
+  return "is not described here (" + std::to_string(supported_architectures().size()) +
+         " architecture classes are; nearest: " + nearest +
+         "); for any architecture transformers builds, tools/export-module-tree writes its "
+         "module tree for `hwprobe plan --tree`";
+}
+
+Identified identify(const Config& config) {
   const Json* model_type = config.find("model_type");
   const std::optional<std::string> architecture = first_architecture(config);
-  const Architecture* by_class = nullptr;
+  Identified from_class;
   if (architecture) {
-    by_class = find_by_class(*architecture);
-    if (by_class == nullptr) {
-      config.fail("architecture '" + *architecture +
-                  "' is not supported; supported: " + supported_list());
-    }
+    from_class = by_class(*architecture);
+    if (!found(from_class))
+      config.fail("architecture '" + *architecture + "' " + not_described(*architecture));
   }
   if (model_type == nullptr || model_type->is_null()) {
-    if (by_class == nullptr) {
-      config.fail("names no `model_type` and no `architectures`; supported: " + supported_list());
+    if (!found(from_class)) {
+      config.fail(
+          "names no `model_type` and no `architectures`; one of them says which "
+          "architecture it is (such as \"model_type\": \"llama\")");
     }
-    return *by_class;
+    return from_class;
   }
   if (!model_type->is_string()) config.fail("`model_type` must be a string");
-  const Architecture* by_type = find_by_model_type(model_type->get<std::string>());
-  if (by_type == nullptr) {
-    config.fail("model_type '" + model_type->get<std::string>() +
-                "' is not supported; supported: " + supported_list());
-  }
-  if (by_class != nullptr && by_class != by_type) {
+  const std::string type = model_type->get<std::string>();
+  const Identified from_type = by_model_type(type);
+  if (!found(from_type)) config.fail("model_type '" + type + "' " + not_described(type));
+  // Several model_types may share a class (Llama's clones): the class names must agree.
+  if (found(from_class) && from_class.architecture() != from_type.architecture()) {
     config.fail("`architectures` names " + *architecture + " but `model_type` is '" +
-                std::string(by_type->model_type) + "' (" + std::string(by_type->architecture) +
-                ")");
+                std::string(from_type.model_type()) + "' (" +
+                std::string(from_type.architecture()) + ")");
   }
-  return *by_type;
+  return from_type;
 }
 
 // A torch dtype attribute name, as PreTrainedConfig resolves `getattr(torch, dtype)`; only the
@@ -377,8 +407,10 @@ std::set<std::string> layer_type_labels(const Config& config, const Architecture
 
 // RotaryEmbeddingConfigMixin (convert_rope_params_to_dict, standardize_rope_params,
 // validate_rope) and the ROPE_INIT_FUNCTIONS' output sizes.
+// default_rotates_partial: the default rope type rotates int(head_dim * partial_rotary_factor)
+// of the head (Phi's rotary embedding), not the whole head (Llama's).
 Rope read_rope(const Config& config, const std::set<std::string>& layer_labels, int64_t head_dim,
-               bool head_dim_is_attribute) {
+               bool head_dim_is_attribute, bool default_rotates_partial = false) {
   Json parameters = Json::object();
   const Json* scaling = config.find("rope_scaling");
   const Json* explicit_parameters = config.find("rope_parameters");
@@ -461,7 +493,7 @@ Rope read_rope(const Config& config, const std::set<std::string>& layer_labels, 
   const int64_t dim = truncate(static_cast<double>(head_dim) * partial);
   const int64_t halves = std::max<int64_t>(0, (dim + 1) / 2);  // torch.arange(0, dim, 2)
   if (rope_type == "default") {
-    rope.inv_freq_size = (head_dim + 1) / 2;  // ignores partial_rotary_factor
+    rope.inv_freq_size = default_rotates_partial ? halves : (head_dim + 1) / 2;
   } else if (rope_type == "linear" || rope_type == "llama3") {
     rope.inv_freq_size = halves;
   } else if (rope_type == "dynamic") {
@@ -550,13 +582,18 @@ bool names_supported_architecture(const Json& config) {
   if (!config.is_object() || quantized(config)) return false;
   const auto model_type = config.find("model_type");
   if (model_type != config.end() && model_type->is_string()) {
-    return find_by_model_type(model_type->get<std::string>()) != nullptr;
+    return found(by_model_type(model_type->get<std::string>()));
   }
   const auto list = config.find("architectures");
   if (list != config.end() && list->is_array() && !list->empty() && (*list)[0].is_string()) {
-    return find_by_class((*list)[0].get<std::string>()) != nullptr;
+    return found(by_class((*list)[0].get<std::string>()));
   }
   return false;
+}
+
+int64_t rope_inv_freq_length(const Json& config, const std::string& what, int64_t head_dim,
+                             bool default_rotates_partial) {
+  return read_rope(Config(config, what), {}, head_dim, true, default_rotates_partial).inv_freq_size;
 }
 
 std::optional<DType> config_dtype(const Json& json, const std::string& what) {
@@ -568,7 +605,7 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
                                    std::optional<DType> dtype_override) {
   if (!json.is_object()) throw InvalidArgument(what + ": must be a JSON object");
   const Config config(json, what);
-  const Architecture& arch = identify(config);
+  const Identified identified = identify(config);
   if (quantized(json)) {
     const Json& quantization = json["quantization_config"];
     const auto method =
@@ -579,6 +616,10 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
         ": quantized modules are not described; describe the checkpoint by its weights "
         "(model_from_safetensors)");
   }
+  if (identified.descriptor != nullptr) {
+    return build_from_descriptor(*identified.descriptor, json, what, dtype_override);
+  }
+  const Architecture& arch = *identified.table;
   const std::string prefix(arch.prefix);
 
   const int64_t vocab_size = config.size("vocab_size", arch.vocab_size, kMaxVocab);
@@ -762,6 +803,10 @@ std::vector<std::string> supported_architectures() {
   std::vector<std::string> names;
   for (const model_detail::Architecture& arch : model_detail::kArchitectures) {
     names.emplace_back(arch.architecture);
+  }
+  for (std::string& name : model_detail::described_architectures()) {
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(std::move(name));
   }
   return names;
 }

@@ -625,6 +625,49 @@ ModelDescription from_weights(const std::vector<Shard>& shards, DType dtype,
   return description;
 }
 
+// Tensors transformers fuses as it loads them (MoE experts.N.w1 and w3 into
+// experts.gate_up_proj): the stored ones under a module must hold as many elements as the
+// module's fused tensors, which then count as seen.
+void check_fused(const ModelDescription& description,
+                 const std::map<std::string, const TensorInfo*>& expected,
+                 std::set<std::string>& seen, const std::map<std::string, int64_t>& unfused,
+                 const std::string& what) {
+  std::map<std::string, int64_t> fused;  // module -> elements of its tensors not yet seen
+  for (const auto& [name, tensor] : expected) {
+    if (seen.count(name) > 0) continue;
+    const size_t dot = name.rfind('.');
+    fused[dot == std::string::npos ? "" : name.substr(0, dot)] += tensor->numel();
+  }
+  std::map<std::string, int64_t> stored;  // module -> elements the weights hold under it
+  for (const auto& [name, elements] : unfused) {
+    std::string owner;
+    for (const auto& [module, _] : fused) {
+      if (!module.empty() && name.rfind(module + ".", 0) == 0 && module.size() > owner.size()) {
+        owner = module;
+      }
+    }
+    if (owner.empty()) {
+      throw InvalidArgument("The weights hold " + quote_name(name) + " (as transformers renames " +
+                            "it), which " + description.architecture + " as " + what +
+                            " describes it does not have");
+    }
+    stored[owner] += elements;
+  }
+  for (const auto& [module, elements] : stored) {
+    if (elements != fused.at(module)) {
+      throw InvalidArgument("The weights hold " + std::to_string(elements) + " elements under " +
+                            quote_name(module) + ", which " + description.architecture + " as " +
+                            what + " fuses into " + std::to_string(fused.at(module)));
+    }
+    for (const auto& [name, tensor] : expected) {
+      if (name.rfind(module + ".", 0) == 0 &&
+          name.find('.', module.size() + 1) == std::string::npos) {
+        seen.insert(name);
+      }
+    }
+  }
+}
+
 // The config's tree, checked against the weights.
 void check_against_config(const ModelDescription& description, const std::vector<Shard>& shards,
                           const std::string& what) {
@@ -645,12 +688,23 @@ void check_against_config(const ModelDescription& description, const std::vector
       }
     }
   }
+  // Checkpoints keep the names (and unfused experts) transformers renames and fuses as it
+  // loads them: a stored name is first renamed as from_pretrained renames it.
+  const CheckpointRenames& renames = checkpoint_renames(description.model_type);
+  std::map<std::string, int64_t> unfused;  // renamed name -> elements, where nothing matched
   std::set<std::string> seen;
   for (const Shard& shard : shards) {
     for (const StoredTensor& stored : shard.tensors) {
-      std::string name = stored.name;
-      if (expected.count(name) == 0 && tied.count(name) > 0) name = tied[name];
+      bool renamed = false;
+      const std::string as_loaded = renames.apply(stored.name, renamed);
+      std::string name = as_loaded;
+      const bool alias = expected.count(name) == 0 && tied.count(name) > 0;
+      if (alias) name = tied[name];
       const auto found = expected.find(name);
+      if (found == expected.end() && renames.fuses) {
+        unfused[name] = stored.info.numel();
+        continue;
+      }
       if (found == expected.end()) {
         throw InvalidArgument("The weights hold " + quote_name(stored.name) + ", which " +
                               description.architecture + " as " + what +
@@ -662,9 +716,10 @@ void check_against_config(const ModelDescription& description, const std::vector
                               text(stored.info.shape) + ", but " + what + " gives it shape " +
                               text(found->second->shape));
       }
-      if (stored.name == name) seen.insert(name);
+      if (!alias) seen.insert(name);  // a tied head stored too does not stand for its source
     }
   }
+  check_fused(description, expected, seen, unfused, what);
   for (const auto& [name, tensor] : expected) {
     if (seen.count(name) == 0) {
       throw InvalidArgument("The weights lack " + quote_name(name) + ", which " +

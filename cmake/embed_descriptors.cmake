@@ -1,0 +1,26 @@
+# cmake -DFOLDER=<dir> -DOUTPUT=<header> -P embed_descriptors.cmake
+# A header with kArchitectureDescriptors: {model_type, architecture, text} of every
+# <model_type>.json in FOLDER, in name order: the architecture descriptors, compiled in.
+file(GLOB files LIST_DIRECTORIES false "${FOLDER}/*.json")
+list(SORT files)
+set(body "")
+foreach(file IN LISTS files)
+  get_filename_component(model_type ${file} NAME_WE)
+  file(READ ${file} text)
+  string(JSON architecture GET "${text}" architecture)
+  string(JSON declared GET "${text}" model_type)
+  if(NOT declared STREQUAL model_type)
+    message(FATAL_ERROR "${file} declares model_type '${declared}'; the file is named for it")
+  endif()
+  string(FIND "${text}" ")embedded\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${file} holds the raw-string delimiter )embedded\"")
+  endif()
+  string(APPEND body "    {\"${model_type}\", \"${architecture}\", R\"embedded(${text})embedded\"},\n")
+endforeach()
+file(WRITE ${OUTPUT}.tmp "// Generated from ${FOLDER}; do not edit.\n#pragma once\n\n"
+     "// Included by architecture_descriptor.cpp after EmbeddedDescriptor.\n\n"
+     "namespace backplane::model_detail {\n"
+     "inline constexpr EmbeddedDescriptor kArchitectureDescriptors[] = {\n${body}};\n"
+     "}  // namespace backplane::model_detail\n")
+file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)

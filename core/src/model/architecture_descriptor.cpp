@@ -1,0 +1,542 @@
+#include "architecture_descriptor.hpp"
+
+#include <backplane/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "architecture_descriptors_data.hpp"  // generated: kArchitectureDescriptors
+#include "config_loader.hpp"
+#include "descriptor_expression.hpp"
+#include "json_input.hpp"
+
+namespace backplane::model_detail {
+namespace {
+
+using Json = nlohmann::json;
+
+std::vector<std::string> names_in(const std::string& text);
+
+constexpr int64_t kMaxRepeat = int64_t{1} << 16;     // layers or experts of one container
+constexpr size_t kMaxModules = size_t{1} << 22;      // of one model
+constexpr int64_t kMaxDimension = int64_t{1} << 40;  // one tensor axis
+
+std::string quoted(const std::string& name) {
+  return "`" + name + "`";
+}
+
+// What a descriptor says a field's type is ("int", "bool", ...), as config.json must give it.
+void check_kind(const std::string& what, const std::string& architecture, const std::string& key,
+                const Json& spec, const Json& value) {
+  if (value.is_null()) {
+    if (spec.value("nullable", false) || spec.value("kind", "any") == "any") return;
+    throw InvalidArgument(what + ": " + quoted(key) + " is null; " + architecture +
+                          "'s config types it " + spec.value("kind", "any") +
+                          " (give a value or leave the key out)");
+  }
+  const std::string kind = spec.value("kind", "any");
+  bool ok = true;
+  if (kind == "int") {
+    ok = value.is_number_integer();
+  } else if (kind == "bool") {
+    ok = value.is_boolean();
+  } else if (kind == "float") {
+    ok = value.is_number();
+  } else if (kind == "str") {
+    ok = value.is_string();
+  } else if (kind == "list") {
+    ok = value.is_array();
+  } else if (kind == "dict") {
+    ok = value.is_object();
+  }
+  if (!ok) {
+    static const std::map<std::string, std::string> kNames = {
+        {"int", "an integer"}, {"bool", "true or false"}, {"float", "a number"},
+        {"str", "a string"},   {"list", "a list"},        {"dict", "an object"}};
+    throw InvalidArgument(what + ": " + quoted(key) + " must be " + kNames.at(kind) + " (" +
+                          architecture + "'s config types it " + kind + "), got " + value.dump());
+  }
+}
+
+// A descriptor's tree read once into structs: evaluation walks these, not JSON objects (whose
+// key lookups cost more than the expressions). Expressions stay JSON strings of the cached
+// descriptor; their addresses key the parsed forms.
+// One expression of the tree: its text in the cached descriptor, and a number of its own under
+// which an evaluation keeps its value when it does not read the layer index `i`.
+struct Slot {
+  const Json* text = nullptr;  // none: no condition
+  size_t id = 0;
+  bool reads_layer = false;
+};
+
+struct CompiledTensor {
+  std::string name;
+  std::vector<Slot> dims;
+  Slot condition;
+  std::optional<DType> dtype;  // none: the model's
+  bool buffer = false;
+  bool persistent = true;
+};
+
+struct CompiledNode {
+  std::string name;
+  std::string class_name;
+  Slot condition;
+  std::vector<CompiledTensor> tensors;
+  Slot repeat;  // the count of a repeat (decoder layers), `repeated` each
+  std::unique_ptr<CompiledNode> repeated;
+  std::vector<std::pair<Slot, CompiledNode>> alternatives;  // condition (or none), node
+  std::vector<CompiledNode> children;
+};
+
+const Json* condition_of(const Json& node) {
+  const auto it = node.find("if");
+  return it == node.end() ? nullptr : &*it;
+}
+
+Slot slot_of(const Json* text, size_t& slots) {
+  if (text == nullptr) return {};
+  const std::vector<std::string> names = names_in(text->get<std::string>());
+  return {text, slots++, std::find(names.begin(), names.end(), "i") != names.end()};
+}
+
+CompiledNode compile(const Json& node, size_t& slots) {
+  CompiledNode out;
+  out.name = node.value("name", "");
+  out.condition = slot_of(condition_of(node), slots);
+  if (const auto alternatives = node.find("alternatives"); alternatives != node.end()) {
+    for (const Json& alternative : *alternatives) {
+      out.alternatives.emplace_back(slot_of(condition_of(alternative), slots),
+                                    compile(alternative.at("node"), slots));
+    }
+    return out;
+  }
+  out.class_name = node.at("class").get<std::string>();
+  if (const auto tensors = node.find("tensors"); tensors != node.end()) {
+    for (const Json& tensor : *tensors) {
+      CompiledTensor t;
+      t.name = tensor.at("name").get<std::string>();
+      for (const Json& dim : tensor.at("shape")) t.dims.push_back(slot_of(&dim, slots));
+      t.condition = slot_of(condition_of(tensor), slots);
+      const std::string dtype = tensor.at("dtype").get<std::string>();
+      if (dtype != "model") t.dtype = parse_dtype(dtype);
+      const std::string kind = tensor.at("kind").get<std::string>();
+      t.buffer = kind != "p";
+      t.persistent = kind != "bn";
+      out.tensors.push_back(std::move(t));
+    }
+  }
+  if (const auto repeat = node.find("repeat"); repeat != node.end()) {
+    out.repeat = slot_of(&*repeat, slots);
+    out.repeated = std::make_unique<CompiledNode>(compile(node.at("node"), slots));
+    return out;
+  }
+  if (const auto children = node.find("children"); children != node.end()) {
+    for (const Json& child : *children) out.children.push_back(compile(child, slots));
+  }
+  return out;
+}
+
+struct CompiledDescriptor {
+  Json descriptor;
+  CompiledNode tree;
+  size_t slots = 0;
+};
+
+class Evaluation {
+ public:
+  Evaluation(const CompiledDescriptor& compiled, const std::string& what)
+      : descriptor_(compiled.descriptor),
+        tree_(compiled.tree),
+        what_(what),
+        architecture_(compiled.descriptor.at("architecture").get<std::string>()),
+        values_(compiled.slots),
+        known_(compiled.slots, 0) {}
+
+  // The config as the config class holds it: its defaults, config.json's keys (aliases
+  // mapped), then what the class fills in for fields left null.
+  void resolve(const Json& config) {
+    // The defaults stay in the descriptor (value_of reads them there): only what config.json
+    // sets and what the class fills in is written here.
+    const Json& fields = descriptor_.at("fields");
+    for (const auto& [key, value] : config.items()) {
+      const std::string name = field_name(key);
+      if (fields.contains(name)) check_kind(what_, architecture_, key, fields[name], value);
+      space_[name] = value;
+    }
+    for (const auto& [name, rule] : descriptor_.at("derived").items()) {
+      // "always": the class replaces whatever config.json says; else only a marker value
+      // (null, "auto") is filled in.
+      const bool always = rule.value("always", false);
+      const Json* current = value_of(name);
+      if (always ||
+          (current == nullptr ? rule.at("when").is_null() : *current == rule.at("when"))) {
+        space_[name] = rule.contains("value") ? rule["value"] : evaluate(rule.at("expr"));
+      }
+      index_.clear();  // a name read before this rule filled it in would keep its old place
+    }
+  }
+
+  // What the config holds for `name`: config.json's value or the class's fill-in, else the
+  // field's default; nullptr for a name the class does not have.
+  const Json* value_of(const std::string& name) const {
+    if (const auto it = space_.find(name); it != space_.end()) return &*it;
+    const Json& fields = descriptor_.at("fields");
+    if (const auto field = fields.find(name); field != fields.end()) return &field->at("default");
+    return nullptr;
+  }
+
+  // The field a config.json key sets: itself, else through the class's attribute_map (GPT-2's
+  // hidden_size is n_embd), either way round (Qwen3-MoE's field num_experts is attribute_map's
+  // source, num_local_experts its target).
+  std::string field_name(const std::string& key) const {
+    const Json& fields = descriptor_.at("fields");
+    const Json& aliases = descriptor_.at("aliases");
+    if (fields.contains(key)) return key;
+    if (aliases.contains(key)) return aliases[key].get<std::string>();
+    for (const auto& [source, target] : aliases.items()) {
+      if (target == key && fields.contains(source)) return source;
+    }
+    return key;
+  }
+
+  // The tree this config makes: the module tree with its tensors, then the model-wide
+  // lists, each entry whose condition holds.
+  ModelDescription describe(DType dtype) {
+    dtype_ = dtype;
+    ModelDescription out;
+    out.architecture = architecture_;
+    out.model_type = descriptor_.at("model_type").get<std::string>();
+    out.dtype = dtype;
+    expand(tree_, nullptr, "", out.root);
+    for (const Json* value : chosen("no_split_modules")) {
+      out.no_split_module_classes.push_back(value->get<std::string>());
+    }
+    for (const Json* group : chosen("tied")) {
+      out.tied_parameters.push_back(group->get<std::vector<std::string>>());
+    }
+    for (const Json* pair : chosen("tied_weights_keys")) {
+      out.tied_weights_keys[pair->at(0).get<std::string>()] = pair->at(1).get<std::string>();
+    }
+    for (const Json* entry : chosen("tp_plan")) {
+      out.tp_plan.emplace_back(entry->at(0).get<std::string>(), entry->at(1).get<std::string>());
+    }
+    for (const auto& [key, expression] : descriptor_.at("hyperparameters").items()) {
+      out.hyperparameters[key] = integer(expression, "hyperparameter ", key);
+    }
+    out.from_config = true;
+    return out;
+  }
+
+ private:
+  // Parsed once per evaluation: a layer's expressions are read again for every layer.
+  const Expression& parsed(const Json& text) {
+    auto it = parsed_.find(&text);
+    if (it == parsed_.end()) {
+      it = parsed_.emplace(&text, Expression::parse(text.get<std::string>())).first;
+    }
+    return it->second;
+  }
+
+  Json evaluate(const Json& text) { return evaluate_now(text); }
+
+  Json evaluate_now(const Json& text) {
+    const Expression& expression = parsed(text);
+    const auto lookup = [this](const std::string& name) -> const Json* {
+      if (layer_ && name == "i") return &*layer_;
+      if (const auto it = index_.find(name); it != index_.end()) return it->second;
+      const Json* value = value_of(name);
+      if (value == nullptr) {
+        // A helper (lets: the head width, the key/value heads), computed when first read.
+        const Json& lets = descriptor_.at("lets");
+        const auto let = lets.find(name);
+        if (let == lets.end()) return nullptr;
+        space_[name] = evaluate(*let);
+        value = &space_[name];
+      }
+      // Addresses stay: space_ and the descriptor are nlohmann objects (std::maps), and
+      // resolve() wrote everything before the first lookup that is kept.
+      index_[name] = value;
+      return value;
+    };
+    const auto call = [this, &expression](const std::string& function, const Json& argument) {
+      if ((function != "rope" && function != "rotary") || !argument.is_number_integer()) {
+        throw InvalidArgument("descriptor expression '" + expression.text() + "' calls " +
+                              function + "(" + argument.dump() +
+                              "); descriptors call rope(int) and rotary(int)");
+      }
+      // The rope parameters as the config holds them, defaults included.
+      Json rope = Json::object();
+      for (const char* key : {"rope_parameters", "rope_scaling", "partial_rotary_factor"}) {
+        if (const Json* value = value_of(key)) rope[key] = *value;
+      }
+      return Json(rope_inv_freq_length(rope, what_, argument.get<int64_t>(), function == "rotary"));
+    };
+    try {
+      return expression.evaluate(lookup, call);
+    } catch (const InvalidArgument& e) {
+      // A config whose values the shapes cannot be made of (a zero it divides by, a null it
+      // multiplies): say which config and architecture.
+      const std::string message = e.what();
+      if (message.rfind(what_, 0) == 0) throw;
+      // A field the shapes need that the config leaves null names itself.
+      for (const std::string& name : names_in(expression.text())) {
+        const Json* value = value_of(name);
+        if (value != nullptr && value->is_null()) {
+          throw InvalidArgument(what_ + ": " + architecture_ + " needs `" + name +
+                                "`, which the config leaves null and its class does not fill "
+                                "in (" +
+                                message + ")");
+        }
+      }
+      throw InvalidArgument(what_ + " (" + architecture_ + "): " + message);
+    }
+  }
+
+  // `what` and `whose` name the value in the error ("the shape of", "model.norm.weight"); the
+  // message is made only then.
+  int64_t integer(const Json& text, const char* what, const std::string& whose,
+                  const std::string& tensor = "", int64_t max = kMaxDimension) {
+    return checked(evaluate(text), text, what, whose, tensor, max);
+  }
+  int64_t integer(const Slot& slot, const char* what, const std::string& whose,
+                  const std::string& tensor = "", int64_t max = kMaxDimension) {
+    return checked(evaluate(slot), *slot.text, what, whose, tensor, max);
+  }
+  int64_t checked(const Json& value, const Json& text, const char* what, const std::string& whose,
+                  const std::string& tensor, int64_t max) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > max) {
+      const std::string named = tensor.empty() ? whose : whose + "." + tensor;
+      throw InvalidArgument(what_ + " (" + architecture_ + "): " + what + named + " = " +
+                            text.get<std::string>() + " is " + value.dump() +
+                            "; expected an integer from 0 to " + std::to_string(max) +
+                            " (check the config's sizes)");
+    }
+    return value.get<int64_t>();
+  }
+
+  bool holds(const Json* condition) { return condition == nullptr || truthy(evaluate(*condition)); }
+  bool holds(const Slot& condition) {
+    return condition.text == nullptr || truthy(evaluate(condition));
+  }
+
+  // A tree expression's value, kept under its slot when it does not read `i`.
+  const Json& evaluate(const Slot& slot) {
+    if (slot.reads_layer) {
+      scratch_ = evaluate_now(*slot.text);
+      return scratch_;
+    }
+    if (!known_[slot.id]) {
+      values_[slot.id] = evaluate_now(*slot.text);
+      known_[slot.id] = 1;
+    }
+    return values_[slot.id];
+  }
+
+  // Appends `node` (its name replaced by `name` when given: a repeat's index, an
+  // alternative's place) under `parent`, or makes it `root` when parent is null.
+  void expand(const CompiledNode& node, Module* parent, const std::string& name, Module& root) {
+    if (!holds(node.condition)) return;
+    const std::string& local = name.empty() ? node.name : name;
+    if (!node.alternatives.empty()) {
+      // One place, several classes: the first whose condition holds (the last has none).
+      for (const auto& [condition, alternative] : node.alternatives) {
+        if (!holds(condition)) continue;
+        expand(alternative, parent, local, root);
+        return;
+      }
+      return;
+    }
+    // path_ is the qualified name, grown and cut back as the walk goes (errors name it).
+    const size_t outer_path = path_.size();
+    if (!local.empty()) {
+      if (!path_.empty()) path_ += '.';
+      path_ += local;
+    }
+    expand_module(node, parent, local, root);
+    path_.resize(outer_path);
+  }
+
+  void expand_module(const CompiledNode& node, Module* parent, const std::string& local,
+                     Module& root) {
+    if (++modules_ > kMaxModules) {
+      throw InvalidArgument(what_ + " (" + architecture_ + "): more than " +
+                            std::to_string(kMaxModules) + " modules; check the config's sizes");
+    }
+    Module* module = &root;
+    if (parent != nullptr) {
+      parent->children.emplace_back();
+      module = &parent->children.back();
+    }
+    module->name = local;
+    module->class_name = node.class_name;
+    module->tensors.reserve(node.tensors.size());
+    for (const CompiledTensor& tensor : node.tensors) {
+      if (!holds(tensor.condition)) continue;
+      TensorInfo info;
+      info.name = tensor.name;
+      info.shape.reserve(tensor.dims.size());
+      for (const Slot& dim : tensor.dims) {
+        info.shape.push_back(integer(dim, "the shape of ", path_, tensor.name));
+      }
+      info.dtype = tensor.dtype.value_or(dtype_);
+      info.buffer = tensor.buffer;
+      info.persistent = tensor.persistent;
+      info.numel();  // refuses an overflowing shape, naming the tensor
+      module->tensors.push_back(std::move(info));
+    }
+    if (node.repeat.text != nullptr) {
+      const int64_t count = integer(node.repeat, "the number of ", path_, "", kMaxRepeat);
+      const std::optional<Json> outer = layer_;
+      module->children.reserve(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) {
+        layer_ = i;
+        expand(*node.repeated, module, std::to_string(i), root);
+      }
+      layer_ = outer;
+      return;
+    }
+    module->children.reserve(node.children.size());
+    for (const CompiledNode& child : node.children) expand(child, module, "", root);
+  }
+
+  std::vector<const Json*> chosen(const char* key) {
+    std::vector<const Json*> out;
+    for (const Json& entry : descriptor_.at(key)) {
+      if (holds(condition_of(entry))) out.push_back(&entry.at("value"));
+    }
+    return out;
+  }
+
+  const Json& descriptor_;
+  const CompiledNode& tree_;
+  const std::string& what_;
+  const std::string architecture_;
+  Json space_ = Json::object();
+  std::unordered_map<std::string, const Json*> index_;  // space_'s values by name, as read
+  std::optional<Json> layer_;
+  DType dtype_ = DType::kFloat32;
+  size_t modules_ = 0;
+  std::string path_;
+  std::map<const Json*, Expression> parsed_;
+  std::vector<Json> values_;  // by slot, once known
+  std::vector<char> known_;
+  Json scratch_;
+};
+
+// The identifiers an expression reads, in order.
+std::vector<std::string> names_in(const std::string& text) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (text[i] == '\'' || text[i] == '"') {
+      const size_t end = text.find(text[i], i + 1);
+      i = end == std::string::npos ? text.size() : end + 1;
+    } else if (std::isalpha(c) || text[i] == '_') {
+      size_t end = i;
+      while (end < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
+        ++end;
+      }
+      names.push_back(text.substr(i, end - i));
+      i = end;
+    } else {
+      ++i;
+    }
+  }
+  return names;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const EmbeddedDescriptor* descriptor_for_model_type(std::string_view model_type) {
+  for (const EmbeddedDescriptor& entry : kArchitectureDescriptors) {
+    if (entry.model_type == model_type) return &entry;
+  }
+  return nullptr;
+}
+
+const EmbeddedDescriptor* descriptor_for_class(std::string_view architecture) {
+  for (const EmbeddedDescriptor& entry : kArchitectureDescriptors) {
+    if (entry.architecture == architecture) return &entry;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> described_architectures() {
+  std::vector<std::string> out;
+  for (const EmbeddedDescriptor& entry : kArchitectureDescriptors)
+    out.emplace_back(entry.architecture);
+  return out;
+}
+
+std::vector<std::string> nearest_described(std::string_view name, size_t count) {
+  std::vector<std::pair<size_t, std::string>> ranked;
+  for (const EmbeddedDescriptor& entry : kArchitectureDescriptors) {
+    ranked.emplace_back(edit_distance(name, entry.model_type), entry.model_type);
+    ranked.emplace_back(edit_distance(name, entry.architecture), entry.architecture);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [distance, candidate] : ranked) {
+    if (out.size() == count) break;
+    if (std::find(out.begin(), out.end(), candidate) == out.end()) out.push_back(candidate);
+  }
+  return out;
+}
+
+// Each descriptor parsed and compiled once per process, on first use, and kept: its nodes'
+// addresses key the parsed expressions.
+const CompiledDescriptor& compiled_descriptor(const EmbeddedDescriptor& entry) {
+  static std::mutex mutex;
+  static std::map<const EmbeddedDescriptor*, std::unique_ptr<const CompiledDescriptor>> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = cache[&entry];
+  if (!slot) {
+    auto compiled = std::make_unique<CompiledDescriptor>();
+    compiled->descriptor =
+        parse_json(entry.text, std::string("the descriptor of ") + entry.model_type, {});
+    compiled->tree = compile(compiled->descriptor.at("tree"), compiled->slots);
+    slot = std::move(compiled);
+  }
+  return *slot;
+}
+
+ModelDescription build_from_descriptor(const EmbeddedDescriptor& entry, const Json& config,
+                                       const std::string& what, std::optional<DType> dtype) {
+  const DType chosen = dtype.value_or(config_dtype(config, what).value_or(DType::kFloat32));
+  try {
+    Evaluation evaluation(compiled_descriptor(entry), what);
+    evaluation.resolve(config);
+    return evaluation.describe(chosen);
+  } catch (const Json::exception& e) {
+    // A descriptor lacking a key the format requires: the data is broken, not the config.
+    throw InvalidArgument(std::string("the descriptor of ") + entry.model_type +
+                          " (core/src/model/architectures/" + entry.model_type +
+                          ".json) is malformed: " + e.what());
+  }
+}
+
+}  // namespace backplane::model_detail

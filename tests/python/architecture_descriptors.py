@@ -1,0 +1,1008 @@
+#!/usr/bin/env python3
+"""Writes the architecture descriptors of core/src/model/architectures/ from transformers itself.
+
+For each causal-LM architecture of the pinned transformers, the model is built on the meta
+device from probe configs: the config class's defaults (layers cut to a few), then one probe per
+field with that field changed (sizes doubled, flags flipped, per-layer lists rotated). What the
+probes show is turned into data that backplane's C++ evaluates without Python:
+  - every integer a tensor shape, a layer count or a hyperparameter holds, as the smallest
+    expression over the config's fields (`num_attention_heads * head_dim`) that gives it in
+    every probe; none or two equally small ones: the architecture is not written;
+  - every module, tensor, tied pair and tp-plan entry that comes and goes, with the condition
+    over fields (and the layer index `i` inside repeated blocks) that says when;
+  - the numbered children of a container (decoder layers) as a repeat with per-layer variants;
+  - the fields a config class fills in when config.json leaves them null (head_dim from
+    hidden_size // num_attention_heads), as expressions too.
+Each descriptor is checked here before it is written: evaluated on every probe, it must give the
+tree tools/export-module-tree writes for that probe, byte for byte. The C++ side is checked by
+the differential test (architecture_oracle.py, tests/planner/differential_test.cpp) on configs
+no probe used.
+
+Expressions are Python syntax (a subset: names, integers, strings, + - * // %, comparisons,
+in, not in, is None, and/or/not, x[i], rope(x)); core/src/model/descriptor_expression.cpp
+evaluates them with Python's meaning.
+
+Usage: architecture_descriptors.py OUT_DIR [MODEL_TYPE...]   (default: all 196)
+Writes OUT_DIR/<model_type>.json for each architecture that passes, and prints a report line
+per architecture ("ok" or why not) and the count.
+"""
+
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import re
+import sys
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FORMAT = "backplane-architecture"
+VERSION = 1
+TIME_LIMIT = 60  # seconds of search per architecture
+LAYERS = 4  # probe depth: enough for per-layer patterns (every 2nd, from the 3rd on)
+
+import torch  # noqa: E402
+from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
+
+
+class Unsupported(Exception):
+    pass
+
+
+class SearchTimeout(BaseException):
+    """Past TIME_LIMIT: not an Exception, so that no probe's `except Exception` swallows it."""
+
+
+sys.path.insert(0, HERE)
+import architecture_oracle as oracle  # noqa: E402  (its tool loading and edge configs)
+
+TOOLMOD = oracle.load_tool()
+BASE_FIELDS = {f.name for f in dataclasses.fields(PreTrainedConfig)}
+# Base-class fields that do shape models, declared again by most classes.
+KEPT_BASE = {"tie_word_embeddings", "pad_token_id", "dtype"}
+
+
+# ---------------------------------------------------------------- config fields and probes
+
+def kind_of(annotation):
+    """(kind, nullable) of a config field's annotation: int, bool, float (int or float), str,
+    list, dict, or any (a union of several: eos_token_id is int | list[int])."""
+    names = {int: "int", bool: "bool", float: "float", str: "str", list: "list", dict: "dict"}
+    members = set()
+    nullable = False
+    for part in str(annotation).split("|"):
+        part = part.strip()
+        if part in ("None", "NoneType", "<class 'NoneType'>"):
+            nullable = True
+            continue
+        kind = next((k for t, k in names.items() if part in (t.__name__, f"<class '{t.__name__}'>")
+                     or part.startswith(t.__name__ + "[")), "any")
+        members.add(kind)
+    if annotation in names:
+        members = {names[annotation]}
+    if members == {"int", "float"}:
+        return "float", nullable
+    return (members.pop() if len(members) == 1 else "any"), nullable
+
+
+def class_fields(config_class):
+    fields = {}
+    for f in dataclasses.fields(config_class):
+        if f.name in BASE_FIELDS and f.name not in KEPT_BASE:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        kind, nullable = kind_of(f.type)
+        fields[f.name] = {"default": default, "kind": kind, "nullable": nullable}
+    return fields
+
+
+def jsonable(value):
+    try:
+        json.dumps(value)
+        return True
+    except TypeError:
+        return False
+
+
+def base_probe(fields):
+    raw = {name: spec["default"] for name, spec in fields.items() if jsonable(spec["default"])}
+    raw.pop("dtype", None)
+    for key in ("num_hidden_layers", "n_layer", "num_layers", "n_layers"):
+        if isinstance(raw.get(key), int) and not isinstance(raw[key], bool) and raw[key] > LAYERS:
+            raw[key] = LAYERS
+    for key, value in list(raw.items()):
+        if isinstance(value, list) and len(value) > LAYERS and all(isinstance(v, (str, int)) for v in value):
+            raw[key] = value[:LAYERS]
+    return raw
+
+
+def variations(name, value, spec):
+    """Values to try for one field in its own probe, best first."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        if value == 0:
+            return [1, 2]
+        # A multiple, then a value few sizes divide (4096 + 1365): a // b * c and a * c // b,
+        # equal on multiples, come apart.
+        return ([value * 2, value + max(1, value // 3), value + 1, value * 3, value - 1]
+                if value > 0 else [value - 1])
+    if value is None and spec["kind"] == "int":
+        return [24, 48, 6]
+    if value is None and spec["kind"] == "bool":
+        return [True, False]
+    if value is None and spec["kind"] == "list":
+        return [[0], [1, 2]]
+    if isinstance(value, list) and value and all(isinstance(v, (str, int)) for v in value):
+        if all(isinstance(v, str) for v in value):
+            seen = sorted(set(value))
+            if len(seen) > 1:
+                return [value[1:] + value[:1], list(reversed(value))]
+        elif all(isinstance(v, int) for v in value):
+            return [[v + 1 for v in value], value[:-1] or [0]]
+    if isinstance(value, list) and not value:
+        return [[0], [1, 2]]
+    return []
+
+
+class Builder:
+    def __init__(self, model_type):
+        self.model_type = model_type
+        self.config_class = CONFIG_MAPPING[model_type]
+        if getattr(self.config_class, "sub_configs", None):
+            raise Unsupported("composite config (" + ", ".join(self.config_class.sub_configs) + ")")
+        from transformers import AutoModelForCausalLM
+
+        self.auto = AutoModelForCausalLM
+        self.fields = class_fields(self.config_class)
+        self.extra = set()
+
+    def build(self, raw, dtype=torch.float32):
+        config = self.config_class.from_dict(dict(raw, model_type=self.model_type))
+        with torch.device("meta"):
+            model = self.auto.from_config(config, dtype=dtype)
+        tree = TOOLMOD.describe(model, config, "causal-lm", "probe")
+        resolved = {}
+        for name in self.fields:
+            try:
+                value = getattr(config, name, None) if name in self.extra else getattr(config, name)
+            except Exception:
+                continue
+            if jsonable(value):
+                resolved[name] = value
+        return tree, resolved, config
+
+    def find_extras(self, base):
+        """Attributes the model reads that are no field of the class: set by __post_init__
+        (Mamba's intermediate_size = expand * hidden_size, which config.json may also give) or
+        read with a fallback (getattr(config, "head_dim", ...)). They join the fields as
+        `int | None`, absent meaning None."""
+        _, _, config = self.build(base)
+        aliases = getattr(self.config_class, "attribute_map", {}) or {}
+        mapped = set(aliases) | set(aliases.values())  # a field under another name
+        extra = [k for k, v in vars(config).items()
+                 if k not in self.fields and k not in BASE_FIELDS and not k.startswith("_")
+                 and k not in mapped and isinstance(v, int) and not isinstance(v, bool)]
+        if "head_dim" not in self.fields and "head_dim" not in extra:
+            base_tree, _, _ = self.build(base)
+            try:
+                tree, _, _ = self.build(dict(base, head_dim=24))
+                if tree["parameters"] != base_tree["parameters"]:
+                    extra.append("head_dim")
+            except Exception:
+                pass
+        for name in extra:
+            self.fields[name] = {"default": None, "kind": "int", "nullable": True}
+        self.extra = set(extra)
+
+    def probes(self):
+        base = base_probe(self.fields)
+        try:
+            self.find_extras(base)
+            tree, resolved, _ = self.build(base)
+        except Exception as e:
+            raise Unsupported(f"the class defaults do not build: {type(e).__name__}: {str(e)[:120]}")
+        probes = [(base, tree, resolved)]
+        for name, spec in self.fields.items():
+            if name not in base and spec["default"] is not None:
+                continue
+            value = base.get(name)
+            # An extra is given as config.json would give it: its value, changed.
+            candidates = variations(name, resolved[name], spec) if name in self.extra and \
+                isinstance(resolved.get(name), int) else variations(name, value, spec)
+            built = 0
+            for candidate in candidates:
+                raw = dict(base, **{name: candidate})
+                try:
+                    tree, resolved, _ = self.build(raw)
+                except Exception:
+                    continue
+                probes.append((raw, tree, resolved))
+                built += 1
+                # Integers get three: a multiple and two odd steps, so that a // b * c and
+                # a * c // b, or floor and ceiling division, equal on multiples, come apart.
+                if built == 3 or not isinstance(candidate, int) or isinstance(candidate, bool):
+                    break
+        # Each flag flipped with each size changed: what a flag adds (a bias) gets its shapes
+        # from probes that move the sizes too, not from the base probe's values alone.
+        flags = [n for n, s in self.fields.items() if isinstance(base.get(n), bool)]
+        sizes = [(raw, n) for raw, _, _ in probes[1:] for n in raw
+                 if isinstance(raw[n], int) and not isinstance(raw[n], bool) and raw[n] != base.get(n)]
+        base_tensors = {row[0] for row in probes[0][1]["parameters"] + probes[0][1]["buffers"]}
+        adds = set()  # the flags whose flip brings tensors the base probe lacks
+        for raw, tree, _ in probes[1:]:
+            changed = [n for n in flags if raw.get(n) != base.get(n)]
+            names = {row[0] for row in tree["parameters"] + tree["buffers"]}
+            if len(changed) == 1 and names - base_tensors:
+                adds.add(changed[0])
+        for flag in [n for n in flags if n in adds]:
+            for raw, _ in sizes:
+                edited = dict(raw, **{flag: not base[flag]})
+                try:
+                    tree, resolved, _ = self.build(edited)
+                except Exception:
+                    continue
+                probes.append((edited, tree, resolved))
+        # Pairs of flags: conditions of two fields (a bias only with attention_bias and not X).
+        for a, b in itertools.combinations(flags, 2):
+            raw = dict(base, **{a: not base[a], b: not base[b]})
+            try:
+                tree, resolved, _ = self.build(raw)
+            except Exception:
+                continue
+            probes.append((raw, tree, resolved))
+        return probes
+
+
+# ---------------------------------------------------------------- expression synthesis
+
+def ints_of(namespace):
+    return {k: v for k, v in namespace.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def int_candidates(names, most):
+    """(expression, complexity) in order of complexity, up to `most`."""
+    for n in names:
+        yield n, 1
+    for a in names:
+        for b in names:
+            yield f"{a} * {b}", 2
+            if a != b:
+                yield f"{a} // {b}", 2
+                yield f"{a} + {b}", 2
+                yield f"{a} - {b}", 2
+    if most < 3:
+        return
+    for a, b, c in itertools.product(names, repeat=3):
+        yield f"{a} * {b} // {c}", 3
+        yield f"{a} // {b} * {c}", 3
+        yield f"{a} * {b} * {c}", 3
+        yield f"({a} + {b}) * {c}", 3
+        yield f"{a} * {b} + {c}", 3
+
+
+_compiled = {}
+
+
+def evaluate(expression, namespace):
+    code = _compiled.get(expression)
+    if code is None:
+        code = _compiled[expression] = compile(expression, "<descriptor>", "eval")
+    functions = {"__builtins__": {}}
+    if "rope(" in expression or "rotary(" in expression:
+        functions["rope"] = lambda dim: rope_length(dim, namespace, False)
+        functions["rotary"] = lambda dim: rope_length(dim, namespace, True)
+    return eval(code, functions, namespace)  # noqa: S307
+
+
+def rope_length(head_dim, space, partial_always):
+    """inv_freq's length for a head of head_dim, default rope type: rope() as Llama's rotary
+    embedding computes it (the whole head), rotary() as those that rotate
+    int(head_dim * partial_rotary_factor) of it (Phi). Other rope types are the C++ side's
+    (config_loader.cpp read_rope), checked by the differential test."""
+    parameters = space.get("rope_parameters") or {}
+    if parameters.get("rope_type", "default") != "default":
+        raise Unsupported("a probe with a rope type other than default")
+    if not partial_always:
+        return (head_dim + 1) // 2
+    partial = parameters.get("partial_rotary_factor", space.get("partial_rotary_factor")) or 1.0
+    return (int(head_dim * partial) + 1) // 2
+
+
+def dependence(values, namespaces):
+    """The fields whose change, probe against base probe, comes with a change of the value."""
+    base = namespaces[0]
+    names = set()
+    for ns, v in zip(namespaces[1:], values[1:]):
+        if v != values[0]:
+            names |= {k for k in set(ns) | set(base) if ns.get(k) != base.get(k)}
+    return names
+
+
+def solve_int(values, namespaces, what):
+    """The simplest expression giving values[k] in namespaces[k] for every k."""
+    return solve_int_uncached(values, namespaces, what)
+
+
+def solve_int_uncached(values, namespaces, what, split=2):
+    if all(v == values[0] for v in values):
+        return str(values[0])
+    depends = dependence(values, namespaces)
+    common = set.intersection(*(set(ints_of(ns)) for ns in namespaces))
+    names = sorted(depends & common)
+    tables = namespaces
+    found, level = [], None
+    # Sizes, products and quotients over every field (a change can cancel out: 2x the heads
+    # and half the head_dim); three-field forms over the fields the value moved with.
+    wide = sorted(common)
+    narrow = wide if len(wide) <= 14 else names
+    candidates = itertools.chain(
+        ((e, c) for e, c in int_candidates(wide, 2)), scaled(wide, values, tables),
+        ((e, c) for e, c in int_candidates(narrow + ["2", "3", "4"], 3) if c == 3),
+        # Rounding: up to even (sinusoids of torch.arange(0, d, 2)), ceiling division.
+        ((f"({a} + 1) // 2 * 2", 3) for a in narrow),
+        ((f"-(-{a} // {b})", 3) for a in narrow for b in narrow + ["2", "4", "8", "16"]),
+        # A fused q/k/v projection: (heads + 2 * kv_heads) * head width.
+        ((f"({a} + 2 * {b}) * {c}", 4) for a, b, c in itertools.product(narrow, repeat=3)))
+    for expression, complexity in candidates:
+        if level is not None and complexity > level:
+            break
+        try:
+            if all(evaluate(expression, t) == v for t, v in zip(tables, values)):
+                found.append(expression)
+                level = complexity
+        except (ZeroDivisionError, TypeError, NameError):
+            continue
+    if found:
+        # A field over a literal the base probe happens to give (22528 * n): only when no
+        # expression of fields alone fits.
+        of_fields = [e for e in found if not re.search(r"\d{2,}", e)]
+        found = of_fields or found
+        # Two that agree on every probe transformers builds agree on the configs it accepts
+        # as far as the probes can tell; the differential test's configs check the choice.
+        # Preferred: the fewest characters, then the head width computed first (a // b * c).
+        return min(found, key=lambda e: (len(e), e.find("//") if "//" in e else 99))
+    # A field typed `int | None` the model reads "if set, else", or a flag that picks one of
+    # two formulas (Falcon's multi_query): split the probes on it.
+    for name in sorted(depends) if split > 0 else []:
+        flag = all(isinstance(ns.get(name), bool) for ns in namespaces)
+        test = (lambda ns: ns.get(name)) if flag else (lambda ns: ns.get(name) is not None)
+        if len({bool(test(ns)) for ns in namespaces}) != 2:
+            continue
+        given = [(v, ns) for v, ns in zip(values, namespaces) if test(ns)]
+        unset = [(v, ns) for v, ns in zip(values, namespaces) if not test(ns)]
+        try:
+            when_given = solve_int_uncached([v for v, _ in given], [ns for _, ns in given], what,
+                                            split - 1)
+            when_unset = solve_int_uncached([v for v, _ in unset], [ns for _, ns in unset], what,
+                                            split - 1)
+        except Unsupported:
+            continue
+        return f"({when_given} if {name}{'' if flag else ' is not None'} else {when_unset})"
+    raise Unsupported(f"{what}: no expression over the config fields gives {values[:6]}")
+
+
+def commutes(a, b):
+    """The same function of the fields written another way ((a + b) * c and c * (b + a)):
+    equal on random values of the fields they name."""
+    import random
+
+    rng = random.Random(0)
+    names = set(re.findall(r"[A-Za-z_]\w*", a + " " + b))
+    for _ in range(8):
+        space = {n: rng.randint(1, 10_000) for n in names}
+        try:
+            if evaluate(a, space) != evaluate(b, space):
+                return False
+        except ZeroDivisionError:
+            return False
+    return True
+
+
+def scaled(names, values, tables):
+    base = tables[0]
+    for n in names:
+        if base[n] and values[0] % base[n] == 0 and values[0] // base[n] > 1:
+            yield f"{values[0] // base[n]} * {n}", 2
+        if base[n] and base[n] % max(values[0], 1) == 0 and values[0] and base[n] // values[0] > 1:
+            yield f"{n} // {base[n] // values[0]}", 2
+        if values[0] - base[n] and abs(values[0] - base[n]) < 16:
+            delta = values[0] - base[n]
+            yield (f"{n} + {delta}" if delta > 0 else f"{n} - {-delta}"), 2
+
+
+def atoms(namespaces, with_layer):
+    """Conditions a presence can hang on: flags, None checks, per-layer patterns."""
+    keys = set.intersection(*(set(ns) for ns in namespaces))
+    out = []
+    for k in sorted(keys):
+        values = [ns[k] for ns in namespaces]
+        if all(isinstance(v, bool) for v in values):
+            out += [k, f"not {k}"]
+        if any(v is None for v in values):
+            out += [f"{k} is None", f"{k} is not None"]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            out += [f"{k} > 0"]
+            if with_layer:
+                out += [f"i < {k}", f"i >= {k}", f"(i + 1) % {k} == 0", f"i % {k} == 0"]
+        if not with_layer and all(isinstance(v, list) for v in values):
+            seen = {x for v in values for x in v if isinstance(x, str)}
+            out += [f"{json.dumps(x)} in {k}" for x in sorted(seen)]
+        if with_layer and all(isinstance(v, list) for v in values):
+            seen = {x for v in values for x in v}
+            if all(isinstance(x, str) for x in seen):
+                out += [f"{k}[i] == {json.dumps(x)}" for x in sorted(seen)]
+                out += [f"{json.dumps(x)} in {k}" for x in sorted(seen)]
+            elif all(isinstance(x, int) and not isinstance(x, bool) for x in seen):
+                out += [f"i in {k}", f"i not in {k}"]
+    if with_layer:
+        ints = [k for k in sorted(keys)
+                if all(isinstance(ns[k], int) and not isinstance(ns[k], bool) for ns in namespaces)]
+        out += [f"i % {a} == {b}" for a in ints for b in ints if a != b]
+    return out
+
+
+def solve_condition(cases, what, with_layer=False):
+    """cases: [(namespace, present)]; the simplest condition true exactly when present."""
+    if all(p for _, p in cases):
+        return None
+    if not any(p for _, p in cases):
+        return "False"
+    namespaces = [ns for ns, _ in cases]
+    # Layer atoms need every probe's namespace to share the keys; cases repeat per layer.
+    candidates = atoms(namespaces, with_layer)
+    # Each atom's truth over the cases as the bits of an int: combinations are then single
+    # and/or operations, and only atoms true wherever the thing is present can be part of a
+    # conjunction (false wherever it is absent, of a disjunction).
+    truth = {}
+    for atom in candidates:
+        try:
+            mask = 0
+            for k, ns in enumerate(namespaces):
+                if evaluate(atom, ns):
+                    mask |= 1 << k
+        except Exception:
+            continue
+        if mask not in truth.values():  # equal on every case: the simpler, listed first, stays
+            truth[atom] = mask
+    want = sum(1 << k for k, (_, p) in enumerate(cases) if p)
+    conjunct = [a for a, m in truth.items() if m & want == want]
+    disjunct = [a for a, m in truth.items() if m & ~want == 0]
+    for size in (1, 2, 3):
+        for combo in itertools.combinations(conjunct, size):
+            mask = -1
+            for a in combo:
+                mask &= truth[a]
+            if mask == want:
+                return " and ".join(wrap(a) for a in combo)
+        if size == 1:
+            continue
+        for combo in itertools.combinations(disjunct, size):
+            mask = 0
+            for a in combo:
+                mask |= truth[a]
+            if mask == want:
+                return " or ".join(wrap(a) for a in combo)
+    raise Unsupported(f"no condition over the config fields says when {what} is there")
+
+
+def wrap(atom):
+    return f"({atom})" if " or " in atom else atom
+
+
+# ---------------------------------------------------------------- module trees
+
+def nest(tree):
+    """The flat tree file as nested nodes: {name, class, tensors: {name: (shape, dtype, kind)}, children}."""
+    nodes = {}
+    root = None
+    for name, class_name in tree["modules"]:
+        node = {"name": name.rsplit(".", 1)[-1] if name else "", "class": class_name,
+                "tensors": {}, "children": []}
+        if name in nodes:  # a shared module listed again: it is the same place twice
+            continue
+        nodes[name] = node
+        if name == "":
+            root = node
+        else:
+            parent = name.rsplit(".", 1)[0] if "." in name else ""
+            nodes[parent]["children"].append(node)
+    for kind, rows in (("p", tree["parameters"]), ("b", tree["buffers"])):
+        for row in rows:
+            full, shape, dtype = row[0], row[1], row[2]
+            owner, local = (full.rsplit(".", 1) if "." in full else ("", full))
+            tensor_kind = kind if kind == "p" else ("b" if row[3] else "bn")
+            nodes[owner]["tensors"][local] = (shape, dtype, tensor_kind)
+    return root
+
+
+def is_repeat(node):
+    return node["children"] and all(c["name"].isdigit() for c in node["children"]) and \
+        [c["name"] for c in node["children"]] == [str(k) for k in range(len(node["children"]))]
+
+
+def signature(node):
+    """The modules of a block: blocks that differ only in tensors (a bias) are one variant."""
+    return (node["class"], tuple((c["name"], signature(c)) for c in node["children"]))
+
+
+class Synthesizer:
+    """One descriptor from the probes' trees."""
+
+    def __init__(self, probes):
+        self.probes = probes  # [(raw, tree, resolved)]
+        self.roots = [nest(tree) for _, tree, _ in probes]
+        self.lets, self.spaces = helpers_for([resolved for _, _, resolved in probes])
+
+    def template(self, nodes, spaces, path, layer):
+        """nodes[k]: the node at `path` in probe k, or None where it is absent."""
+        present = [n is not None for n in nodes]
+        here = [(n, s) for n, s in zip(nodes, spaces) if n is not None]
+        first = here[0][0]
+        classes = {n["class"] for n, _ in here}
+        condition = solve_condition(list(zip(spaces, present)), path or "the root", layer)
+        if len(classes) > 1:
+            # One place, several classes (a decoder layer's mlp: MoE here, dense there).
+            out = {"name": first["name"],
+                   "alternatives": self.alternatives(here, path, layer)}
+            if condition:
+                out["if"] = condition
+            return out
+        out = {"name": first["name"], "class": first["class"]}
+        if condition:
+            out["if"] = condition
+        # Tensors, in the first order seen.
+        tensor_names = []
+        for n, _ in here:
+            for t in n["tensors"]:
+                if t not in tensor_names:
+                    tensor_names.append(t)
+        tensors = []
+        for t in tensor_names:
+            cases = [(s, n is not None and t in n["tensors"]) for n, s in zip(nodes, spaces)]
+            cases = [(s, p) for (s, p), n in zip(cases, nodes) if n is not None]
+            with_t = [(n["tensors"][t], s) for n, s in here if t in n["tensors"]]
+            kinds = {v[2] for v, _ in with_t}
+            if len(kinds) > 1:
+                raise Unsupported(f"{path}.{t} changes between parameter and buffer")
+            ranks = {len(v[0]) for v, _ in with_t}
+            if len(ranks) > 1:
+                raise Unsupported(f"{path}.{t} changes rank with the config")
+            shape = [self.dimension([v[0][a] for v, _ in with_t], [s for _, s in with_t],
+                                    f"{path}.{t} dim {a}", t)
+                     for a in range(ranks.pop())]
+            entry = {"name": t, "shape": shape, "kind": kinds.pop(), "dtype": self.dtype_of(path, t)}
+            cond = solve_condition(cases, f"{path}.{t}", layer)
+            if cond:
+                entry["if"] = cond
+            tensors.append(entry)
+        if tensors:
+            out["tensors"] = tensors
+        if any(is_repeat(n) for n, _ in here) and all(is_repeat(n) or not n["children"] for n, _ in here):
+            out["repeat"] = self.dimension([len(n["children"]) for n, _ in here],
+                                           [s for _, s in here], f"the number of {path}", None)
+            layers = [(child, dict(s, i=int(child["name"]))) for n, s in here for child in n["children"]]
+            out["node"] = self.template([c for c, _ in layers], [sp for _, sp in layers],
+                                        f"{path}.*", True)
+            return out
+        # One order all probes agree with: a child seen first in a later probe goes right
+        # after the child it follows there (Qwen3-Next's self_attn where linear_attn was).
+        child_names = []
+        for n, _ in here:
+            previous = None
+            for c in n["children"]:
+                if c["name"] not in child_names:
+                    at = child_names.index(previous) + 1 if previous is not None else 0
+                    child_names.insert(at, c["name"])
+                previous = c["name"]
+        self.check_order(here, child_names, path)
+        children = []
+        for c in child_names:
+            sub = [next((x for x in n["children"] if x["name"] == c), None) if n else None
+                   for n in nodes]
+            keep = [(x, s) for x, s, n in zip(sub, spaces, nodes) if n is not None]
+            children.append(self.template([x for x, _ in keep], [s for _, s in keep],
+                                          f"{path}.{c}" if path else c, layer))
+        if children:
+            out["children"] = children
+        return out
+
+    def check_order(self, here, names, path):
+        for n, _ in here:
+            order = [c["name"] for c in n["children"]]
+            if order != [x for x in names if x in order]:
+                raise Unsupported(f"{path}: children change order with the config")
+
+    def alternatives(self, here, path, layer):
+        """The classes one place takes, each with its condition; the last is the rest."""
+        groups = []
+        for n, _ in here:
+            if n["class"] not in groups:
+                groups.append(n["class"])
+        last_error = None
+        for order in itertools.permutations(groups):
+            try:
+                out, left = [], here
+                for rank, class_name in enumerate(order):
+                    members = [(n, sp) for n, sp in left if n["class"] == class_name]
+                    entry = {}
+                    if rank < len(order) - 1:
+                        entry["if"] = solve_condition(
+                            [(sp, n["class"] == class_name) for n, sp in left],
+                            f"{path} is a {class_name}", layer)
+                    entry["node"] = self.template([n for n, _ in members],
+                                                  [sp for _, sp in members], path, layer)
+                    out.append(entry)
+                    left = [(n, sp) for n, sp in left if n["class"] != class_name]
+                return out
+            except Unsupported as e:
+                last_error = e
+            if len(groups) > 4:
+                break
+        raise last_error
+
+    def dimension(self, values, spaces, what, tensor_name):
+        if (tensor_name or "").endswith("inv_freq"):  # inv_freq, original_inv_freq, full_attention_inv_freq
+            # The head width the rotary embedding is built for, then how it reads it.
+            common = sorted(set.intersection(*(set(ints_of(s)) for s in spaces)))
+            heads = [e for e, _ in int_candidates(common, 2)]
+            heads += [f"(head_dim if head_dim is not None else {e})" for e in heads
+                      if "head_dim" in common or all(s.get("head_dim", 0) is None for s in spaces)]
+            for function in ("rope", "rotary"):
+                for inner in heads:
+                    expression = f"{function}({inner})"
+                    try:
+                        if all(evaluate(expression, s) == v for s, v in zip(spaces, values)):
+                            return expression
+                    except (ZeroDivisionError, TypeError, NameError, Unsupported):
+                        continue
+        return solve_int(values, spaces, what)
+
+    def dtype_of(self, path, tensor):
+        return self.dtypes.get(f"{path}.{tensor}" if path else tensor, "model")
+
+
+def tensor_dtypes(builder, raw):
+    """Which tensors keep a dtype of their own when the model is built in bfloat16."""
+    tree, _, _ = builder.build(raw, dtype=torch.bfloat16)
+    fixed = {}
+    for row in tree["parameters"] + tree["buffers"]:
+        if row[2] != "bfloat16":
+            fixed[row[0]] = row[2]
+    return fixed
+
+
+def layer_pattern(name):
+    """model.layers.3.mlp -> model.layers.*.mlp: keys of per-layer things."""
+    return ".".join("*" if part.isdigit() else part for part in name.split("."))
+
+
+def listed(probes, key, spaces):
+    """Entries of a list-valued tree key with the condition on each."""
+    entries = []
+    for _, tree, _ in probes:
+        for entry in tree[key]:
+            if entry not in entries:
+                entries.append(entry)
+    out = []
+    for entry in entries:
+        cases = [(s, entry in tree[key]) for (_, tree, _), s in zip(probes, spaces)]
+        cond = solve_condition(cases, f"{key} {entry}")
+        out.append({"value": entry, "if": cond} if cond else {"value": entry})
+    return out
+
+
+def synthesize(model_type):
+    builder = Builder(model_type)
+    probes = builder.probes()
+    if len(probes) < 3:
+        raise Unsupported("too few configs build to tell fields apart")
+    base_raw, base_tree, _ = probes[0]
+    for _, tree, _ in probes:
+        for group in tree["tied"]:
+            if any(part.split(".")[-2:-1] and any(p.isdigit() for p in part.split(".")) for part in group):
+                raise Unsupported("per-layer tied weights")
+    synth = Synthesizer(probes)
+    fixed = tensor_dtypes(builder, base_raw)
+    synth.dtypes = {}
+    for full, dtype in fixed.items():
+        synth.dtypes[layer_pattern(full).replace("*.", "*.")] = dtype
+    synth.dtypes = {k: v for k, v in synth.dtypes.items()}
+    # dtype lookups use the template path (layers as *).
+    synth.dtype_of = lambda path, t: synth.dtypes.get(f"{path}.{t}" if path else t, "model")
+    root = synth.template(synth.roots, synth.spaces, "", False)
+    hyper = {}
+    for key in sorted(base_tree["hyperparameters"]):
+        values = [tree["hyperparameters"].get(key) for _, tree, _ in probes]
+        if any(v is None for v in values):
+            continue
+        hyper[key] = solve_int(values, synth.spaces, f"hyperparameter {key}")
+    derived = derive_fields(builder, probes)
+    descriptor = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model_type": model_type,
+        "architecture": base_tree["architecture"],
+        "generated_from": "transformers " + __import__("transformers").__version__,
+        "fields": {name: {"default": spec["default"], "kind": spec["kind"], "nullable": spec["nullable"]}
+                   for name, spec in builder.fields.items() if jsonable(spec["default"])},
+        "aliases": dict(getattr(builder.config_class, "attribute_map", {}) or {}),
+        "derived": derived,
+        "lets": synth.lets,
+        "tree": root,
+        "no_split_modules": listed(probes, "no_split_modules", synth.spaces),
+        "tied": listed(probes, "tied", synth.spaces),
+        "tied_weights_keys": listed_pairs(probes, synth.spaces),
+        "tp_plan": listed(probes, "tp_plan", synth.spaces),
+        "keep_in_fp32_modules": listed(probes, "keep_in_fp32_modules", synth.spaces),
+        "hyperparameters": hyper,
+    }
+    return descriptor, probes
+
+
+def listed_pairs(probes, spaces):
+    pairs = []
+    for _, tree, _ in probes:
+        for k, v in tree["tied_weights_keys"].items():
+            if [k, v] not in pairs:
+                pairs.append([k, v])
+    out = []
+    for pair in pairs:
+        cases = [(s, tree["tied_weights_keys"].get(pair[0]) == pair[1])
+                 for (_, tree, _), s in zip(probes, spaces)]
+        cond = solve_condition(cases, f"tied key {pair[0]}")
+        out.append({"value": pair, "if": cond} if cond else {"value": pair})
+    return out
+
+
+def derive_fields(builder, probes):
+    """Fields the class fills in from others when config.json leaves them at a marker value
+    (null, or "auto" as Mamba's time_step_rank): name -> {when, expr or value}."""
+    derived = {}
+    for name, spec in builder.fields.items():
+        marker = spec["default"]
+        rewritten = [(raw, res) for raw, _, res in probes
+                     if name in raw and name in res and raw[name] != res[name]
+                     and raw[name] != marker]
+        if rewritten and all(isinstance(res[name], int) and not isinstance(res[name], bool)
+                             for _, _, res in probes if name in res):
+            # A value the class always replaces (DeepSeek-V2's head_dim = qk_rope_head_dim).
+            cases = [(raw, res) for raw, _, res in probes if name in res]
+            spaces = [{k: v for k, v in res.items() if k != name} for _, res in cases]
+            try:
+                derived[name] = {"always": True, "expr": solve_int(
+                    [res[name] for _, res in cases], spaces, f"`{name}`")}
+                continue
+            except Unsupported:
+                pass
+        if marker is not None and not isinstance(marker, str):
+            continue
+        cases = [(raw, res) for raw, _, res in probes
+                 if raw.get(name, spec["default"]) == marker and name in res]
+        values = [res[name] for _, res in cases]
+        if not values or all(v == marker for v in values):
+            continue
+        rule = {"when": marker}
+        if all(v == values[0] for v in values):
+            rule["value"] = values[0]
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            spaces = [{k: v for k, v in raw.items() if k != name and v is not None}
+                      for raw, _ in cases]
+            try:
+                rule["expr"] = solve_int(values, spaces, f"the default of `{name}`")
+            except Unsupported:
+                continue  # not described: a shape that reads it fails check_descriptor
+        else:
+            continue
+        derived[name] = rule
+    return derived
+
+
+# Sizes many architectures compute the same way, tried as names of their own: the head width
+# (head_dim when set, else hidden_size // num_attention_heads) and the key/value head count.
+HELPERS = [
+    ("_head", "head_dim if head_dim is not None else hidden_size // num_attention_heads"),
+    ("_head", "hidden_size // num_attention_heads"),
+    ("_kv", "num_key_value_heads if num_key_value_heads is not None else num_attention_heads"),
+]
+
+
+def helpers_for(spaces):
+    """The helpers every space can compute, and the spaces with them added."""
+    lets = {}
+    for name, expression in HELPERS:
+        if name in lets:
+            continue
+        try:
+            values = [evaluate(expression, s) for s in spaces]
+        except Exception:
+            continue
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            lets[name] = expression
+    extended = []
+    for s in spaces:
+        e = dict(s)
+        for name, expression in lets.items():
+            e[name] = evaluate(expression, e)
+        extended.append(e)
+    return lets, extended
+
+
+# ---------------------------------------------------------------- the check: evaluate as C++ will
+
+def field_name(descriptor, key):
+    """The field a config.json key sets: itself, else through the class's attribute_map
+    (GPT-2's hidden_size is n_embd), either way round (Qwen3-MoE's field num_experts is
+    attribute_map's source, num_local_experts its target)."""
+    fields, aliases = descriptor["fields"], descriptor["aliases"]
+    if key in fields:
+        return key
+    if key in aliases:
+        return aliases[key]
+    for source, target in aliases.items():
+        if target == key and source in fields:
+            return source
+    return key
+
+
+def resolve(descriptor, raw):
+    space = {}
+    for name, spec in descriptor["fields"].items():
+        space[name] = spec["default"]
+    for key, value in raw.items():
+        space[field_name(descriptor, key)] = value
+    for name, rule in descriptor["derived"].items():
+        if rule.get("always") or space.get(name) == rule["when"]:
+            space[name] = rule["value"] if "value" in rule else evaluate(rule["expr"], space)
+    for name, expression in descriptor["lets"].items():
+        try:
+            space[name] = evaluate(expression, space)
+        except Exception:  # C++ evaluates a let when an expression reads it, and fails then
+            pass
+    return space
+
+
+def expand(node, space, prefix, out):
+    if "if" in node and not evaluate(node["if"], space):
+        return
+    if "alternatives" in node:
+        for alternative in node["alternatives"]:
+            if "if" not in alternative or evaluate(alternative["if"], space):
+                chosen = dict(alternative["node"], name=node["name"])
+                chosen.pop("if", None)
+                expand(chosen, space, prefix, out)
+                return
+        return
+    name = f"{prefix}.{node['name']}" if prefix and node["name"] else (node["name"] or prefix)
+    out["modules"].append([name, node["class"]])
+    for t in node.get("tensors", []):
+        if "if" in t and not evaluate(t["if"], space):
+            continue
+        shape = [evaluate(d, space) for d in t["shape"]]
+        dtype = out["dtype"] if t["dtype"] == "model" else t["dtype"]
+        full = f"{name}.{t['name']}" if name else t["name"]
+        if t["kind"] == "p":
+            out["parameters"].append([full, shape, dtype])
+        else:
+            out["buffers"].append([full, shape, dtype, t["kind"] == "b"])
+    if "repeat" in node:
+        for i in range(evaluate(node["repeat"], space)):
+            expand(dict(node["node"], name=str(i)), dict(space, i=i), name, out)
+        return
+    for child in node.get("children", []):
+        expand(child, space, name, out)
+
+
+def evaluate_descriptor(descriptor, raw, dtype="float32"):
+    space = resolve(descriptor, raw)
+    out = {"modules": [], "parameters": [], "buffers": [], "dtype": dtype}
+    expand(descriptor["tree"], space, "", out)
+
+    def chosen(key):
+        return [e["value"] for e in descriptor[key] if "if" not in e or evaluate(e["if"], space)]
+
+    out["no_split_modules"] = chosen("no_split_modules")
+    out["tied"] = chosen("tied")
+    out["tied_weights_keys"] = dict(chosen("tied_weights_keys"))
+    out["tp_plan"] = chosen("tp_plan")
+    out["keep_in_fp32_modules"] = chosen("keep_in_fp32_modules")
+    out["hyperparameters"] = {k: evaluate(e, space) for k, e in descriptor["hyperparameters"].items()}
+    return out
+
+
+COMPARED = ["modules", "parameters", "buffers", "no_split_modules", "tied", "tied_weights_keys",
+            "tp_plan", "keep_in_fp32_modules", "hyperparameters"]
+
+
+def first_difference(expected, got):
+    for key in COMPARED:
+        if expected[key] != got[key]:
+            a, b = expected[key], got[key]
+            if isinstance(a, list):
+                for k, (x, y) in enumerate(zip(a, b)):
+                    if x != y:
+                        return f"{key}[{k}]: transformers {x}, descriptor {y}"
+                return f"{key}: transformers has {len(a)}, descriptor {len(b)}"
+            return f"{key}: transformers {a}, descriptor {b}"
+    return None
+
+
+def check_descriptor(descriptor, probes):
+    for raw, tree, _ in probes:
+        got = evaluate_descriptor(descriptor, raw)
+        diff = first_difference(tree, got)
+        if diff:
+            raise Unsupported(f"the descriptor misses a probe ({probe_label(raw, probes[0][0])}): {diff}")
+
+
+def check_edges(descriptor, builder):
+    """The oracle's configs (tests/python/architecture_oracle.py: as save_pretrained writes the
+    class defaults, in full, and its small edges), which no probe is: evaluated here as well."""
+    config = oracle.small_config(builder.model_type)
+    for variant in oracle.config_variants(config, TOOLMOD, builder.model_type):
+        got = evaluate_descriptor(descriptor, variant["config"],
+                                  variant["tree"]["dtype"])
+        diff = first_difference(variant["tree"], got)
+        if diff:
+            raise Unsupported(f"the descriptor misses the oracle's config {variant['label']}: {diff}")
+
+
+def probe_label(raw, base):
+    changed = [f"{k}={raw[k]!r}" for k in raw if raw.get(k) != base.get(k)]
+    return ", ".join(changed) or "class defaults"
+
+
+def main():
+    out_dir = sys.argv[1]
+    wanted = sys.argv[2:] or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")
+    os.makedirs(out_dir, exist_ok=True)
+    passed = 0
+    import signal
+
+    def too_slow(*_):
+        raise SearchTimeout()
+
+    signal.signal(signal.SIGALRM, too_slow)
+    for model_type in wanted:
+        started = time.time()
+        signal.alarm(TIME_LIMIT)
+        try:
+            descriptor, probes = synthesize(model_type)
+            check_descriptor(descriptor, probes)
+            check_edges(descriptor, Builder(model_type))
+            signal.alarm(0)
+        except SearchTimeout:
+            print(f"{model_type}: not written: the search took more than {TIME_LIMIT} s", flush=True)
+            continue
+        except Unsupported as e:
+            signal.alarm(0)
+            print(f"{model_type}: not written: {e}", flush=True)
+            continue
+        except Exception as e:  # transformers itself failed on a probe it should build
+            signal.alarm(0)
+            import traceback
+
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            print(f"{model_type}: not written: {type(e).__name__}: {str(e)[:160]} "
+                  f"({os.path.basename(where.filename)}:{where.lineno})", flush=True)
+            continue
+        with open(os.path.join(out_dir, model_type + ".json"), "w") as f:
+            json.dump(descriptor, f, indent=1, sort_keys=False)
+            f.write("\n")
+        passed += 1
+        print(f"{model_type}: ok ({len(probes)} probes, {time.time() - started:.1f} s)", flush=True)
+    print(f"{passed} of {len(wanted)} architectures written to {out_dir}")
+
+
+if __name__ == "__main__":
+    main()
