@@ -41,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FORMAT = "backplane-architecture"
 VERSION = 1
 TIME_LIMIT = 60  # seconds of search per architecture
-LAYERS = 4  # probe depth: enough for per-layer patterns (every 2nd, from the 3rd on)
+LAYERS = 16  # probe depth: per-layer patterns of period up to 16 show (Jamba: every 8th from the 4th)
 
 import torch  # noqa: E402
 from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
@@ -231,6 +231,15 @@ class Builder:
                 # a * c // b, or floor and ceiling division, equal on multiples, come apart.
                 if built == 3 or not isinstance(candidate, int) or isinstance(candidate, bool):
                     break
+            if spec["nullable"] and isinstance(value, int) and not isinstance(value, bool):
+                # `int | None` with a default: None too (DeepSeek's q_lora_rank None: q_proj
+                # instead of the LoRA pair).
+                raw = dict(base, **{name: None})
+                try:
+                    tree, resolved, _ = self.build(raw)
+                    probes.append((raw, tree, resolved))
+                except Exception:
+                    pass
         # Each flag flipped with each size changed: what a flag adds (a bias) gets its shapes
         # from probes that move the sizes too, not from the base probe's values alone.
         flags = [n for n, s in self.fields.items() if isinstance(base.get(n), bool)]
@@ -462,7 +471,7 @@ def solve_condition(cases, what, with_layer=False):
     # Each atom's truth over the cases as the bits of an int: combinations are then single
     # and/or operations, and only atoms true wherever the thing is present can be part of a
     # conjunction (false wherever it is absent, of a disjunction).
-    truth = {}
+    truth, twins = {}, {}
     for atom in candidates:
         try:
             mask = 0
@@ -471,8 +480,11 @@ def solve_condition(cases, what, with_layer=False):
                     mask |= 1 << k
         except Exception:
             continue
-        if mask not in truth.values():  # equal on every case: the simpler, listed first, stays
+        kept = next((a for a, m in truth.items() if m == mask), None)
+        if kept is None:
             truth[atom] = mask
+        else:  # equal on every case: the simpler, listed first, stays; the other is its twin
+            twins.setdefault(kept, []).append(atom)
     want = sum(1 << k for k, (_, p) in enumerate(cases) if p)
     conjunct = [a for a, m in truth.items() if m & want == want]
     disjunct = [a for a, m in truth.items() if m & ~want == 0]
@@ -482,6 +494,7 @@ def solve_condition(cases, what, with_layer=False):
             for a in combo:
                 mask &= truth[a]
             if mask == want:
+                check_twins(combo, twins, namespaces, what, with_layer)
                 return " and ".join(wrap(a) for a in combo)
         if size == 1:
             continue
@@ -490,8 +503,30 @@ def solve_condition(cases, what, with_layer=False):
             for a in combo:
                 mask |= truth[a]
             if mask == want:
+                check_twins(combo, twins, namespaces, what, with_layer)
                 return " or ".join(wrap(a) for a in combo)
     raise Unsupported(f"no condition over the config fields says when {what} is there")
+
+
+def check_twins(combo, twins, namespaces, what, with_layer):
+    """A per-layer atom that agrees with another on every probed layer may still differ on
+    deeper models (i % attn_layer_period against i % head_dim below 8 layers): each pair is
+    evaluated on layers 0-63 of the probes' configs, and any that differ there are refused."""
+    if not with_layer:
+        return
+    sample = namespaces[:: max(1, len(namespaces) // 40)]
+    for atom in combo:
+        for twin in twins.get(atom, []):
+            for ns in sample:
+                for i in range(64):
+                    space = dict(ns, i=i)
+                    try:
+                        differ = bool(evaluate(atom, space)) != bool(evaluate(twin, space))
+                    except Exception:  # past a per-layer list's end: no layer to compare
+                        continue
+                    if differ:
+                        raise Unsupported(f"{what}: the probes cannot tell {atom} from {twin} "
+                                          f"(they differ at layer {i})")
 
 
 def wrap(atom):

@@ -104,6 +104,13 @@ def edge_changes(data):
                 if isinstance(data.get(list_key), list) and len(data[list_key]) > 3:
                     change[list_key] = data[list_key][:3]
             changes.append(("3-layers", change))
+            # And deeper, where layer patterns of a long period show (Jamba's attention every
+            # 8th layer from the 4th); per-layer lists are left to the class to fill in.
+            deep = {key: 16}
+            for list_key in ("layer_types", "mlp_only_layers", "block_types", "layers_block_type"):
+                if isinstance(data.get(list_key), list):
+                    deep[list_key] = None
+            changes.append(("16-layers", deep))
             break
     return changes
 

@@ -121,7 +121,7 @@ BACKPLANE_API std::vector<std::string> supported_architectures();
 //   given 0.5 or null is refused, naming the key and the architecture), aliases of the class's
 //   attribute_map are followed, and fields the class fills in (head_dim from hidden_size //
 //   num_attention_heads) are filled in alike. The limits below are the table's; a descriptor's
-//   sizes are bounded by the module count (2^22) and shapes (2^40 per axis) they make.
+//   sizes are bounded by the module count (2^20) and shapes (2^40 per axis) they make.
 // Below: the table's four architectures.
 // - Missing keys take the defaults of the transformers config class (LlamaConfig: vocab 32000,
 //   hidden 4096, ...; Qwen2Config's num_key_value_heads is 32, not num_attention_heads).

@@ -22,7 +22,7 @@ using Json = nlohmann::json;
 std::vector<std::string> names_in(const std::string& text);
 
 constexpr int64_t kMaxRepeat = int64_t{1} << 16;     // layers or experts of one container
-constexpr size_t kMaxModules = size_t{1} << 22;      // of one model
+constexpr size_t kMaxModules = size_t{1} << 20;      // of one model
 constexpr int64_t kMaxDimension = int64_t{1} << 40;  // one tensor axis
 
 std::string quoted(const std::string& name) {
