@@ -399,23 +399,6 @@ def solve_int_uncached(values, namespaces, what, split=2):
     raise Unsupported(f"{what}: no expression over the config fields gives {values[:6]}")
 
 
-def commutes(a, b):
-    """The same function of the fields written another way ((a + b) * c and c * (b + a)):
-    equal on random values of the fields they name."""
-    import random
-
-    rng = random.Random(0)
-    names = set(re.findall(r"[A-Za-z_]\w*", a + " " + b))
-    for _ in range(8):
-        space = {n: rng.randint(1, 10_000) for n in names}
-        try:
-            if evaluate(a, space) != evaluate(b, space):
-                return False
-        except ZeroDivisionError:
-            return False
-    return True
-
-
 def scaled(names, values, tables):
     base = tables[0]
     for n in names:
@@ -562,11 +545,6 @@ def nest(tree):
 def is_repeat(node):
     return node["children"] and all(c["name"].isdigit() for c in node["children"]) and \
         [c["name"] for c in node["children"]] == [str(k) for k in range(len(node["children"]))]
-
-
-def signature(node):
-    """The modules of a block: blocks that differ only in tensors (a bias) are one variant."""
-    return (node["class"], tuple((c["name"], signature(c)) for c in node["children"]))
 
 
 class Synthesizer:
@@ -747,12 +725,8 @@ def synthesize(model_type):
                 raise Unsupported("per-layer tied weights")
     synth = Synthesizer(probes)
     fixed = tensor_dtypes(builder, base_raw)
-    synth.dtypes = {}
-    for full, dtype in fixed.items():
-        synth.dtypes[layer_pattern(full).replace("*.", "*.")] = dtype
-    synth.dtypes = {k: v for k, v in synth.dtypes.items()}
-    # dtype lookups use the template path (layers as *).
-    synth.dtype_of = lambda path, t: synth.dtypes.get(f"{path}.{t}" if path else t, "model")
+    # Keyed by the template's path (layers as *), as dtype_of looks them up.
+    synth.dtypes = {layer_pattern(full): dtype for full, dtype in fixed.items()}
     root = synth.template(synth.roots, synth.spaces, "", False)
     hyper = {}
     for key in sorted(base_tree["hyperparameters"]):

@@ -242,9 +242,7 @@ class Evaluation {
     return it->second;
   }
 
-  Json evaluate(const Json& text) { return evaluate_now(text); }
-
-  Json evaluate_now(const Json& text) {
+  Json evaluate(const Json& text) {
     const Expression& expression = parsed(text);
     const auto lookup = [this](const std::string& name) -> const Json* {
       if (layer_ && name == "i") return &*layer_;
@@ -327,11 +325,11 @@ class Evaluation {
   // A tree expression's value, kept under its slot when it does not read `i`.
   const Json& evaluate(const Slot& slot) {
     if (slot.reads_layer) {
-      scratch_ = evaluate_now(*slot.text);
+      scratch_ = evaluate(*slot.text);
       return scratch_;
     }
     if (!known_[slot.id]) {
-      values_[slot.id] = evaluate_now(*slot.text);
+      values_[slot.id] = evaluate(*slot.text);
       known_[slot.id] = 1;
     }
     return values_[slot.id];

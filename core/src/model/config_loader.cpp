@@ -245,15 +245,15 @@ struct Identified {
   }
 };
 
+// The table first; a descriptor only for what the table does not have.
 Identified by_model_type(std::string_view model_type) {
-  return {find_by_model_type(model_type), find_by_model_type(model_type) == nullptr
-                                              ? descriptor_for_model_type(model_type)
-                                              : nullptr};
+  if (const Architecture* table = find_by_model_type(model_type)) return {table, nullptr};
+  return {nullptr, descriptor_for_model_type(model_type)};
 }
 
 Identified by_class(std::string_view architecture) {
-  return {find_by_class(architecture),
-          find_by_class(architecture) == nullptr ? descriptor_for_class(architecture) : nullptr};
+  if (const Architecture* table = find_by_class(architecture)) return {table, nullptr};
+  return {nullptr, descriptor_for_class(architecture)};
 }
 
 bool found(const Identified& identified) {

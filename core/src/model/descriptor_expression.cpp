@@ -281,9 +281,8 @@ class Evaluator {
       case Op::kLiteral:
         return node.literal;
       case Op::kName: {
-        const Json* value = lookup_(node.name);
-        if (value == nullptr) fail("names '" + node.name + "', which the config does not have");
-        return *value;
+        Json unused;
+        return held(node, unused);
       }
       case Op::kCall:
         return call_(node.name, operand(0));
