@@ -313,6 +313,22 @@ INSTANTIATE_TEST_SUITE_P(
                 "`dtype` = \"torch.float16\" is not a dtype"},
         Refused{R"({"model_type": "llama", "hidden_act": "swiglu"})",
                 "`hidden_act` 'swiglu' is not an activation transformers knows; accepted: gelu"},
+        Refused{R"({"model_type": "gpt2", "activation_function": "swiglu"})",
+                "the activation of transformer.h.0.mlp.act (activation_function) is \"swiglu\", "
+                "not an activation transformers knows; accepted: gelu"},
+        // Rope parameters per layer type (Dory's full and sliding attention): each entry is
+        // checked, and entries that size the rotary buffers apart are not guessed between.
+        Refused{R"({"model_type": "dory", "rope_parameters": {
+                    "full_attention": {"rope_type": "linear"},
+                    "sliding_attention": {"rope_type": "default"}}})",
+                "rope_parameters[\"full_attention\"]: rope parameters of rope_type 'linear' lack "
+                "the required key 'factor'"},
+        Refused{R"({"model_type": "dory", "rope_parameters": {
+                    "full_attention": {"rope_type": "linear", "factor": 2.0,
+                                       "partial_rotary_factor": 0.5},
+                    "sliding_attention": {"rope_type": "default"}}})",
+                "the rope parameters of 'full_attention' and 'sliding_attention' give rotary "
+                "embeddings of 64 and 128 frequencies"},
         Refused{R"({"model_type": "llama", "rope_parameters": {"rope_type": "linear"}})",
                 "rope_type 'linear' lack the required key 'factor'"},
         Refused{R"({"model_type": "llama", "rope_scaling": {"type": "su", "factor": 2.0}})",
@@ -392,6 +408,41 @@ TEST(ModelFromConfig, TextWithinTheSizeLimit) {
   } catch (const backplane::InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("at most 16777216 are accepted"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST(ModelFromConfig, DescribedActivationsFollowTheConfig) {
+  // GPT-2's mlp.act is ACT2CLS[activation_function]; Apertus's act_fn too, but for xIELU,
+  // which its MLP builds in the model's dtype (ACT2CLS's own keeps bfloat16).
+  struct Case {
+    const char* config;
+    const char* module;
+    const char* class_name;
+    size_t tensors;
+    backplane::DType state_dtype;
+  };
+  const Case cases[] = {
+      {R"({"model_type": "gpt2", "n_layer": 1})", "transformer.h.0.mlp.act", "NewGELUActivation", 0,
+       backplane::DType::kFloat32},
+      {R"({"model_type": "gpt2", "n_layer": 1, "activation_function": "relu"})",
+       "transformer.h.0.mlp.act", "ReLU", 0, backplane::DType::kFloat32},
+      {R"({"model_type": "gpt2", "n_layer": 1, "activation_function": "prelu"})",
+       "transformer.h.0.mlp.act", "PReLU", 1, backplane::DType::kFloat32},
+      {R"({"model_type": "gpt2", "n_layer": 1, "activation_function": "xielu"})",
+       "transformer.h.0.mlp.act", "XIELUActivation", 4, backplane::DType::kBFloat16},
+      {R"({"model_type": "apertus", "num_hidden_layers": 1})", "model.layers.0.mlp.act_fn",
+       "XIELUActivation", 4, backplane::DType::kFloat32},
+      {R"({"model_type": "apertus", "num_hidden_layers": 1, "hidden_act": "silu"})",
+       "model.layers.0.mlp.act_fn", "SiLUActivation", 0, backplane::DType::kFloat32},
+  };
+  for (const Case& c : cases) {
+    const backplane::ModelDescription d = backplane::model_from_config_json(c.config);
+    const backplane::Module* act = backplane::find_module(d.root, c.module);
+    ASSERT_NE(act, nullptr) << c.config;
+    EXPECT_EQ(act->class_name, c.class_name) << c.config;
+    ASSERT_EQ(act->tensors.size(), c.tensors) << c.config;
+    for (const backplane::TensorInfo& t : act->tensors)
+      EXPECT_EQ(t.dtype, c.state_dtype) << c.config;
   }
 }
 

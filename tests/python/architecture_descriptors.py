@@ -28,22 +28,26 @@ per architecture ("ok" or why not) and the count.
 """
 
 import dataclasses
+import functools
 import itertools
 import json
 import logging
 import os
+import random
 import re
 import sys
 import time
 import warnings
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FORMAT = "backplane-architecture"
 VERSION = 1
-TIME_LIMIT = 60  # seconds of search per architecture
+TIME_LIMIT = 180  # seconds of search and checks per architecture
 LAYERS = 16  # probe depth: per-layer patterns of period up to 16 show (Jamba: every 8th from the 4th)
 
 import torch  # noqa: E402
+from transformers.activations import ACT2CLS, ACT2FN  # noqa: E402
 from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
 
@@ -136,7 +140,7 @@ def variations(name, value, spec):
         return ([value * 2, value + max(1, value // 3), value + 1, value * 3, value - 1]
                 if value > 0 else [value - 1])
     if value is None and spec["kind"] == "int":
-        return [24, 48, 6]
+        return [24, 48, 6, 2]  # and a count of a few (Falcon's num_ln_in_parallel_attn)
     if value is None and spec["kind"] == "bool":
         return [True, False]
     if value is None and spec["kind"] == "list":
@@ -150,6 +154,9 @@ def variations(name, value, spec):
             return [[v + 1 for v in value], value[:-1] or [0]]
     if isinstance(value, list) and not value:
         return [[0], [1, 2]]
+    if isinstance(value, str) and value in ACT2CLS:
+        # Another activation, of a class no other name has: the module it builds follows.
+        return [name for name in ("quick_gelu", "relu2", "laplace") if name != value][:2]
     return []
 
 
@@ -164,6 +171,7 @@ class Builder:
         self.auto = AutoModelForCausalLM
         self.fields = class_fields(self.config_class)
         self.extra = set()
+        self.private = {}  # kwarg field -> the private attribute __post_init__ keeps it in
 
     def build(self, raw, dtype=torch.float32):
         config = self.config_class.from_dict(dict(raw, model_type=self.model_type))
@@ -173,7 +181,10 @@ class Builder:
         resolved = {}
         for name in self.fields:
             try:
-                value = getattr(config, name, None) if name in self.extra else getattr(config, name)
+                if name in self.private:
+                    value = getattr(config, self.private[name])
+                else:
+                    value = getattr(config, name, None) if name in self.extra else getattr(config, name)
             except Exception:
                 continue
             if jsonable(value):
@@ -202,6 +213,20 @@ class Builder:
         for name in extra:
             self.fields[name] = {"default": None, "kind": "int", "nullable": True}
         self.extra = set(extra)
+        # Keys __post_init__ reads from its kwargs into a private attribute (Gemma 3's
+        # sliding_window_pattern, kept as _sliding_window_pattern): fields with that default.
+        for private, value in vars(config).items():
+            public = private[1:]
+            if not private.startswith("_") or private.startswith("__") or public in self.fields \
+                    or public in BASE_FIELDS or not isinstance(value, int) or isinstance(value, bool):
+                continue
+            try:
+                _, _, moved = self.build(dict(base, **{public: value + 1}))
+            except Exception:
+                continue
+            if getattr(moved, private, None) == value + 1:
+                self.fields[public] = {"default": value, "kind": "int", "nullable": False}
+                self.private[public] = private
 
     def probes(self):
         base = base_probe(self.fields)
@@ -228,9 +253,24 @@ class Builder:
                 probes.append((raw, tree, resolved))
                 built += 1
                 # Integers get three: a multiple and two odd steps, so that a // b * c and
-                # a * c // b, or floor and ceiling division, equal on multiples, come apart.
-                if built == 3 or not isinstance(candidate, int) or isinstance(candidate, bool):
+                # a * c // b, or floor and ceiling division, equal on multiples, come apart;
+                # activation names two, so that the rest of an alternative shows its class.
+                if built == (4 if value is None else 3) or not isinstance(candidate, (int, str)) \
+                        or isinstance(candidate, bool):
                     break
+            if name in oracle.LAYER_KEYS and isinstance(value, int) and not isinstance(value, bool):
+                # Shallow too: what only some layer types bring (OLMo 3's full-attention rotary
+                # buffers, every 4th layer) is absent from a 1- or 3-layer model.
+                for shallow in (1, 3):
+                    raw = dict(base, **{name: shallow})
+                    for key in oracle.LIST_KEYS:
+                        if isinstance(raw.get(key), list):
+                            raw[key] = raw[key][:shallow]
+                    try:
+                        tree, resolved, _ = self.build(raw)
+                    except Exception:
+                        continue
+                    probes.append((raw, tree, resolved))
             if spec["nullable"] and isinstance(value, int) and not isinstance(value, bool):
                 # `int | None` with a default: None too (DeepSeek's q_lora_rank None: q_proj
                 # instead of the LoRA pair).
@@ -240,6 +280,23 @@ class Builder:
                     probes.append((raw, tree, resolved))
                 except Exception:
                     pass
+        # A size the config class refuses to change alone (Mamba-2 checks hidden_size * expand
+        # against num_heads * head_dim): doubled with another size doubled too.
+        ints = [n for n in self.fields if isinstance(base.get(n), int)
+                and not isinstance(base.get(n), bool) and base[n] > 0 and n not in oracle.LAYER_KEYS]
+        moved = {k for raw, _, _ in probes[1:] for k in raw if raw[k] != base.get(k)}
+        for name in [n for n in ints if n not in moved]:
+            coupled = 0
+            for other in ints:
+                if other == name or coupled == 2:
+                    continue
+                raw = dict(base, **{name: base[name] * 2, other: base[other] * 2})
+                try:
+                    tree, resolved, _ = self.build(raw)
+                except Exception:
+                    continue
+                probes.append((raw, tree, resolved))
+                coupled += 1
         # Each flag flipped with each size changed: what a flag adds (a bias) gets its shapes
         # from probes that move the sizes too, not from the base probe's values alone.
         flags = [n for n, s in self.fields.items() if isinstance(base.get(n), bool)]
@@ -360,7 +417,18 @@ def solve_int_uncached(values, namespaces, what, split=2):
         ((f"({a} + 1) // 2 * 2", 3) for a in narrow),
         ((f"-(-{a} // {b})", 3) for a in narrow for b in narrow + ["2", "4", "8", "16"]),
         # A fused q/k/v projection: (heads + 2 * kv_heads) * head width.
-        ((f"({a} + 2 * {b}) * {c}", 4) for a, b, c in itertools.product(narrow, repeat=3)))
+        ((f"({a} + 2 * {b}) * {c}", 4) for a, b, c in itertools.product(narrow, repeat=3)),
+        # A fused convolution over x, B and C (Mamba-2: intermediate + 2 * groups * state,
+        # the intermediate size heads * head_dim).
+        ((f"{a} + 2 * {b} * {c}", 4) for a, b, c in itertools.product(narrow, repeat=3)),
+        # Over q, k and v heads of their own widths (Qwen3-Next's linear attention), of the
+        # fields the value moved with only.
+        ((form.format(a, b, c, d), 5) for a, b, c, d in itertools.product(names, repeat=4)
+         for form in ("2 * {} * {} + {} * {}", "2 * {} * {} + 2 * {} * {}",
+                      "{} * {} + 2 * {} * {}")),
+        # Mamba-2's in_proj: gate and x (2 * intermediate), B and C, and one dt per head.
+        (("2 * {} * {} + 2 * {} * {} + {}".format(*five), 6)
+         for five in itertools.product(names, repeat=5)))
     for expression, complexity in candidates:
         if level is not None and complexity > level:
             break
@@ -419,8 +487,14 @@ def atoms(namespaces, with_layer):
         values = [ns[k] for ns in namespaces]
         if all(isinstance(v, bool) for v in values):
             out += [k, f"not {k}"]
+        if all(isinstance(v, str) for v in values) and len(set(values)) > 1:
+            out += [f"{k} == {json.dumps(v)}" for v in sorted(set(values))]
         if any(v is None for v in values):
             out += [f"{k} is None", f"{k} is not None"]
+        if all(v is None or isinstance(v, int) and not isinstance(v, bool) for v in values) \
+                and any(v in (1, 2) for v in values):
+            # A count of a few (Falcon's layer norms: 1 or 2).
+            out += [f"{k} == 1", f"{k} == 2", f"{k} != 1", f"{k} != 2"]
         if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             out += [f"{k} > 0"]
             if with_layer:
@@ -435,10 +509,14 @@ def atoms(namespaces, with_layer):
                 out += [f"{json.dumps(x)} in {k}" for x in sorted(seen)]
             elif all(isinstance(x, int) and not isinstance(x, bool) for x in seen):
                 out += [f"i in {k}", f"i not in {k}"]
+                if seen <= {0, 1}:  # a flag per layer (Llama 4's no_rope_layers)
+                    out += [f"{k}[i] == 1", f"{k}[i] == 0"]
     if with_layer:
         ints = [k for k in sorted(keys)
                 if all(isinstance(ns[k], int) and not isinstance(ns[k], bool) for ns in namespaces)]
         out += [f"i % {a} == {b}" for a in ints for b in ints if a != b]
+        # A period the class fixes (OLMo 3's full attention every 4th layer).
+        out += [f"(i + 1) % {n} == 0" for n in range(2, 9)] + [f"i % {n} == 0" for n in range(2, 9)]
     return out
 
 
@@ -542,6 +620,48 @@ def nest(tree):
     return root
 
 
+@functools.lru_cache(maxsize=None)
+def activation_state(name):
+    """{tensor: (shape, dtype or "model", kind)} of the module activation `name` builds."""
+    module = ACT2FN[name]
+    float32 = torch.get_default_dtype()
+    state = {}
+    for local, p in module.named_parameters(recurse=False):
+        state[local] = (list(p.shape), "model" if p.dtype == float32 else str(p.dtype)[6:], "p")
+    for local, b in module.named_buffers(recurse=False):
+        kind = "bn" if local in module._non_persistent_buffers_set else "b"
+        state[local] = (list(b.shape), "model" if b.dtype == float32 else str(b.dtype)[6:], kind)
+    return state
+
+
+def follows(node, space, field):
+    """Whether `node` is the module (class and state) activation space[field] builds."""
+    name = space.get(field)
+    if not isinstance(name, str) or name not in ACT2CLS or node["children"]:
+        return False
+    state = {k: (shape, "float32" if dtype == "model" else dtype, kind)
+             for k, (shape, dtype, kind) in activation_state(name).items()}
+    return type(ACT2FN[name]).__name__ == node["class"] and state == node["tensors"]
+
+
+def activation_fields(here):
+    """The string fields that name an activation in every space of `here`."""
+    common = set.intersection(*(set(s) for _, s in here))
+    return [f for f in sorted(common)
+            if all(isinstance(s[f], str) and s[f] in ACT2CLS for _, s in here)]
+
+
+def activation_field(here):
+    """The string field whose activation (ACT2CLS) every node of `here` is, if one is: its
+    class and state follow that field, as the C++ side builds them from its name."""
+    if len({n["class"] for n, _ in here}) < 2:
+        return None  # one class: hard-coded, or the field never moved it
+    for field in activation_fields(here):
+        if all(follows(n, s, field) for n, s in here):
+            return field
+    return None
+
+
 def is_repeat(node):
     return node["children"] and all(c["name"].isdigit() for c in node["children"]) and \
         [c["name"] for c in node["children"]] == [str(k) for k in range(len(node["children"]))]
@@ -562,6 +682,20 @@ class Synthesizer:
         first = here[0][0]
         classes = {n["class"] for n, _ in here}
         condition = solve_condition(list(zip(spaces, present)), path or "the root", layer)
+        activation = activation_field(here)
+        if activation:
+            out = {"name": first["name"], "activation": activation}
+            if condition:
+                out["if"] = condition
+            return out
+        split = self.activation_split(here, path, layer) if len(classes) > 1 else None
+        if split:
+            # The activation a field names, but for the values a branch builds otherwise
+            # (Apertus's xIELU in the model's dtype).
+            out = {"name": first["name"], "alternatives": split}
+            if condition:
+                out["if"] = condition
+            return out
         if len(classes) > 1:
             # One place, several classes (a decoder layer's mlp: MoE here, dense there).
             out = {"name": first["name"],
@@ -633,6 +767,23 @@ class Synthesizer:
             order = [c["name"] for c in n["children"]]
             if order != [x for x in names if x in order]:
                 raise Unsupported(f"{path}: children change order with the config")
+
+    def activation_split(self, here, path, layer):
+        for field in activation_fields(here):
+            following = [follows(n, s, field) for n, s in here]
+            followers = {n["class"] for (n, _), f in zip(here, following) if f}
+            if all(following) or len(followers) < 2:
+                continue
+            rest = [(n, s) for (n, s), f in zip(here, following) if not f]
+            try:
+                condition = solve_condition([(s, not f) for (_, s), f in zip(here, following)],
+                                            f"{path} is not the activation {field} names", layer)
+            except Unsupported:
+                continue
+            node = self.template([n for n, _ in rest], [s for _, s in rest], path, layer)
+            return [{"if": condition, "node": node},
+                    {"node": {"name": here[0][0]["name"], "activation": field}}]
+        return None
 
     def alternatives(self, here, path, layer):
         """The classes one place takes, each with its condition; the last is the rest."""
@@ -713,9 +864,7 @@ def listed(probes, key, spaces):
     return out
 
 
-def synthesize(model_type):
-    builder = Builder(model_type)
-    probes = builder.probes()
+def synthesize(model_type, builder, probes):
     if len(probes) < 3:
         raise Unsupported("too few configs build to tell fields apart")
     base_raw, base_tree, _ = probes[0]
@@ -754,7 +903,7 @@ def synthesize(model_type):
         "keep_in_fp32_modules": listed(probes, "keep_in_fp32_modules", synth.spaces),
         "hyperparameters": hyper,
     }
-    return descriptor, probes
+    return descriptor
 
 
 def listed_pairs(probes, spaces):
@@ -809,10 +958,102 @@ def derive_fields(builder, probes):
                 rule["expr"] = solve_int(values, spaces, f"the default of `{name}`")
             except Unsupported:
                 continue  # not described: a shape that reads it fails check_descriptor
+        elif all(v is None or isinstance(v, int) and not isinstance(v, bool) for v in values):
+            # Filled in only on some configs (Falcon's num_ln_in_parallel_attn: 2 with the
+            # new decoder architecture, else left None).
+            spaces = [{k: v for k, v in raw.items() if k != name} for raw, _ in cases]
+            given = [(v, sp) for v, sp in zip(values, spaces) if v is not None]
+            try:
+                condition = solve_condition([(sp, v is not None) for v, sp in zip(values, spaces)],
+                                            f"the default of `{name}`")
+                value = solve_int([v for v, _ in given], [sp for _, sp in given],
+                                  f"the default of `{name}`")
+            except Unsupported:
+                continue
+            rule["expr"] = f"({value} if {condition} else None)"
+        elif all(isinstance(v, list) for v in values):
+            try:
+                rule.update(per_layer_rule(cases, name))
+            except Unsupported:
+                continue
         else:
             continue
         derived[name] = rule
     return derived
+
+
+def per_layer_rule(cases, name):
+    """A list the class fills in per layer: one entry per layer (layer_types from a period:
+    "full_attention" every 6th layer) as {"count": the layer-count field, "per_layer": the
+    entry as an expression over the layer index i}, or the indices of some layers (Llama 4's
+    moe_layers, every interleave_moe_layer_step-th) as {"count", "layers_where": condition}."""
+    def layer_count(fits):
+        return next((key for key in oracle.LAYER_KEYS
+                     if all(isinstance(res.get(key), int) and fits(res[name], res[key])
+                            for _, res in cases)), None)
+
+    count = layer_count(lambda listed, n: len(listed) == n)
+    key = "per_layer"
+    if count is None:
+        count = layer_count(lambda listed, n: all(isinstance(x, int) and not isinstance(x, bool)
+                                                  for x in listed)
+                            and listed == sorted(set(listed)) and all(0 <= x < n for x in listed))
+        key = "layers_where"
+    if count is None:
+        raise Unsupported(f"`{name}`: neither one entry per layer nor layer indices")
+
+    def entries_of(res):  # what each layer holds: its entry, or whether it is listed
+        listed = res[name]
+        return listed if key == "per_layer" else [k in listed for k in range(res[count])]
+
+    # Solved on the defaults and the cases whose list is not theirs (enough to tell the
+    # pattern, few enough to search); a case the rule then misses joins them.
+    base = cases[0][1][name]
+    chosen = [cases[0]] + [c for c in cases[1:] if c[1][name] != base][:11]
+    for _ in range(8):
+        rule = per_layer_solve([(res, entries_of(res)) for _, res in chosen], name, count, key)
+        wrong = [c for c in cases if layer_values(rule, c[1], name) != c[1][name]]
+        if not wrong:
+            return rule
+        chosen.append(wrong[0])
+    raise Unsupported(f"`{name}`: no rule over the layer index fits every probe")
+
+
+def layer_values(rule, res, name):
+    """The list a per-layer rule gives in `res`, as resolve() fills it in; None if it fails."""
+    space = {k: v for k, v in res.items() if k != name}
+    try:
+        layers = range(evaluate(rule["count"], space))
+        if "per_layer" in rule:
+            return [evaluate(rule["per_layer"], dict(space, i=k)) for k in layers]
+        return [k for k in layers if evaluate(rule["layers_where"], dict(space, i=k))]
+    except Exception:
+        return None
+
+
+def per_layer_solve(chosen, name, count, key):
+    def literal(v):  # as the expression language (Python) writes it
+        return repr(v) if isinstance(v, bool) else json.dumps(v)
+
+    entries = [(dict({k: v for k, v in res.items() if k != name}, i=k), literal(v))
+               for res, values in chosen for k, v in enumerate(values)]
+    distinct = sorted({v for _, v in entries})
+    if key == "layers_where":
+        condition = solve_condition([(space, v == "True") for space, v in entries],
+                                    f"which layers `{name}` lists", with_layer=True)
+        return {"count": count, key: condition or "True"}
+    if len(distinct) == 1:
+        return {"count": count, key: distinct[0]}
+    if len(distinct) != 2:
+        raise Unsupported(f"`{name}`: more than two kinds of entry")
+    for a, b in (distinct, distinct[::-1]):
+        try:
+            condition = solve_condition([(space, v == a) for space, v in entries],
+                                        f"`{name}` entry {a}", with_layer=True)
+        except Unsupported:
+            continue
+        return {"count": count, key: f"{a} if {condition} else {b}"}
+    raise Unsupported(f"`{name}`: no condition over the layer index gives its entries")
 
 
 # Sizes many architectures compute the same way, tried as names of their own: the head width
@@ -870,7 +1111,10 @@ def resolve(descriptor, raw):
         space[field_name(descriptor, key)] = value
     for name, rule in descriptor["derived"].items():
         if rule.get("always") or space.get(name) == rule["when"]:
-            space[name] = rule["value"] if "value" in rule else evaluate(rule["expr"], space)
+            if "count" in rule:
+                space[name] = layer_values(rule, dict(space), None)
+            else:
+                space[name] = rule["value"] if "value" in rule else evaluate(rule["expr"], space)
     for name, expression in descriptor["lets"].items():
         try:
             space[name] = evaluate(expression, space)
@@ -891,6 +1135,14 @@ def expand(node, space, prefix, out):
                 return
         return
     name = f"{prefix}.{node['name']}" if prefix and node["name"] else (node["name"] or prefix)
+    if "activation" in node:
+        activation = evaluate(node["activation"], space)
+        out["modules"].append([name, type(ACT2FN[activation]).__name__])
+        for local, (shape, dtype, kind) in activation_state(activation).items():
+            row = [f"{name}.{local}", shape, out["dtype"] if dtype == "model" else dtype]
+            (out["parameters"] if kind == "p" else out["buffers"]).append(
+                row if kind == "p" else row + [kind == "b"])
+        return
     out["modules"].append([name, node["class"]])
     for t in node.get("tensors", []):
         if "if" in t and not evaluate(t["if"], space):
@@ -964,6 +1216,156 @@ def check_edges(descriptor, builder):
             raise Unsupported(f"the descriptor misses the oracle's config {variant['label']}: {diff}")
 
 
+JOINT_CONFIGS = 48  # configs with 2-5 fields changed at once, the missed ones made probes
+HELD_OUT_CONFIGS = 24  # and more, held out
+JOINT_ROUNDS = 4  # re-syntheses with the drawn configs a descriptor missed added as probes
+
+
+def tried_values(probes):
+    """field -> the values its own probes gave it."""
+    base = probes[0][0]
+    tried = {}
+    for raw, _, _ in probes[1:]:
+        for key, value in raw.items():
+            if value != base.get(key) and jsonable(value):
+                tried.setdefault(key, [])
+                if value not in tried[key]:
+                    tried[key].append(value)
+    return tried
+
+
+def triggers_of(probes):
+    """The changes (one field, or a pair of flags transformers only takes together, as
+    InternLM3's qkv_bias with bias) that bring tensors the defaults lack: cross-attention, q_proj
+    without LoRA, an attention layer where an MoE one sits. Each is seen with the default sizes
+    only, so its tensors' shapes could be read as literals."""
+    base = probes[0][0]
+    base_names = {row[0] for row in probes[0][1]["parameters"] + probes[0][1]["buffers"]}
+    out = []
+    for raw, tree, _ in probes[1:]:
+        changed = {k: raw[k] for k in raw if raw[k] != base.get(k)}
+        names = {row[0] for row in tree["parameters"] + tree["buffers"]}
+        flags = all(isinstance(v, bool) for v in changed.values())
+        if (len(changed) == 1 or len(changed) == 2 and flags) \
+                and not set(changed) & set(oracle.LAYER_KEYS) \
+                and names - base_names and all(set(t) != set(changed) for t in out):
+            out.append(changed)  # the first value of each field: one attention-layer offset
+    return out
+
+
+def size_changes(probes):
+    """One change per integer or activation field with a probe of its own (what a trigger
+    brings may be sized by a field no tensor of the defaults reads: Qwen3-Next's dense MLP by
+    intermediate_size, where every default layer is MoE; DeepSeek-V2's dense MLP's act_fn
+    follows hidden_act)."""
+    base_raw = probes[0][0]
+    out = {}
+    for raw, _, _ in probes[1:]:
+        changed = [k for k in raw if raw[k] != base_raw.get(k)]
+        if len(changed) != 1 or changed[0] in out or changed[0] in oracle.LAYER_KEYS:
+            continue
+        value = raw[changed[0]]
+        if isinstance(value, int) and not isinstance(value, bool) or \
+                isinstance(value, str) and value in ACT2CLS:
+            out[changed[0]] = value
+    return out
+
+
+def crossed_configs(builder, probes):
+    """Each trigger with each size change: the shapes of what a trigger brings."""
+    base = probes[0][0]
+    out = []
+    for trigger in triggers_of(probes):
+        for key, value in size_changes(probes).items():
+            if key in trigger:
+                continue
+            raw = dict(base, **trigger, **{key: value})
+            try:
+                tree, resolved, _ = builder.build(raw)
+            except Exception:  # a combination transformers refuses: not a case
+                continue
+            out.append((raw, tree, resolved))
+    return out
+
+
+def drawn_configs(builder, base, plans, tried, rng, most):
+    """For each fixed change in plans, one config with `most` (a range) other fields changed
+    to values their probes used, as transformers builds it; combinations it refuses are
+    drawn again a few times, then left out."""
+    keys = sorted(tried)
+    out = []
+    for fixed in plans:
+        others = [k for k in keys if k not in fixed]
+        if not others:
+            continue
+        for _ in range(3):
+            chosen = rng.sample(others, min(len(others), rng.randint(*most)))
+            raw = dict(base, **{key: rng.choice(tried[key]) for key in chosen}, **fixed)
+            try:
+                tree, resolved, _ = builder.build(raw)
+            except Exception:  # a combination transformers refuses: not a case
+                continue
+            out.append((raw, tree, resolved))
+            break
+    return out
+
+
+def missed(descriptor, cases):
+    """The cases the descriptor does not reproduce (one that fails to evaluate is missed)."""
+    out = []
+    for case in cases:
+        try:
+            got = evaluate_descriptor(descriptor, case[0])
+        except Exception:
+            out.append(case)
+            continue
+        if first_difference(case[1], got):
+            out.append(case)
+    return out
+
+
+def difference(descriptor, case):
+    try:
+        return first_difference(case[1], evaluate_descriptor(descriptor, case[0]))
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def synthesize_checked(model_type):
+    """synthesize(), then two checks on configs no single-field probe is, drawn with a seed of
+    the model type (a rerun writes the same descriptor):
+      - each trigger change with each size changed too, and JOINT_CONFIGS configs with 2-5
+        fields changed at once: those missed join the probes and the descriptor is
+        synthesized again, up to JOINT_ROUNDS times;
+      - HELD_OUT_CONFIGS more such configs, held out: one missed and the architecture is not
+        written."""
+    builder = Builder(model_type)
+    probes = builder.probes()
+    base = probes[0][0]
+    tried = tried_values(probes)
+    rng = random.Random(zlib.crc32(model_type.encode()))
+    crossed = crossed_configs(builder, probes)
+    crossed += drawn_configs(builder, base, [{}] * JOINT_CONFIGS, tried, rng, (2, 5))
+    held_out = drawn_configs(builder, base, [{}] * HELD_OUT_CONFIGS, tried, rng, (2, 5))
+    for _ in range(JOINT_ROUNDS):
+        descriptor = synthesize(model_type, builder, probes)
+        check_descriptor(descriptor, probes)
+        wrong = missed(descriptor, crossed)
+        if not wrong:
+            break
+        probes = probes + wrong
+        crossed = [case for case in crossed if case not in wrong]
+    else:
+        raise Unsupported(f"the descriptor still misses {len(wrong)} configs, such as "
+                          f"{probe_label(wrong[0][0], base)}")
+    wrong = missed(descriptor, held_out)
+    if wrong:
+        raise Unsupported(f"the descriptor misses {len(wrong)} of {len(held_out)} held-out "
+                          f"configs, such as {probe_label(wrong[0][0], base)}: "
+                          f"{difference(descriptor, wrong[0])}")
+    return descriptor, probes, len(held_out)
+
+
 def probe_label(raw, base):
     changed = [f"{k}={raw[k]!r}" for k in raw if raw.get(k) != base.get(k)]
     return ", ".join(changed) or "class defaults"
@@ -986,8 +1388,7 @@ def main():
         started = time.time()
         signal.alarm(TIME_LIMIT)
         try:
-            descriptor, probes = synthesize(model_type)
-            check_descriptor(descriptor, probes)
+            descriptor, probes, joint = synthesize_checked(model_type)
             check_edges(descriptor, Builder(model_type))
             signal.alarm(0)
         except SearchTimeout:
@@ -1006,10 +1407,13 @@ def main():
                   f"({os.path.basename(where.filename)}:{where.lineno})", flush=True)
             continue
         with open(os.path.join(out_dir, model_type + ".json"), "w") as f:
-            json.dump(descriptor, f, indent=1, sort_keys=False)
+            # float("inf") as transformers writes it ({"__float__": "Infinity"}): JSON has none.
+            json.dump(PreTrainedConfig._encode_special_floats(descriptor), f, indent=1,
+                      sort_keys=False, allow_nan=False)
             f.write("\n")
         passed += 1
-        print(f"{model_type}: ok ({len(probes)} probes, {time.time() - started:.1f} s)", flush=True)
+        print(f"{model_type}: ok ({len(probes)} probes, {joint} held-out configs, "
+              f"{time.time() - started:.1f} s)", flush=True)
     print(f"{passed} of {len(wanted)} architectures written to {out_dir}")
 
 

@@ -37,7 +37,7 @@ if __name__ == "__main__" and len(sys.argv) == 2:
 sys.path.insert(0, HERE)
 import device_map_oracle as dmo  # noqa: E402  (its budget and simulation helpers)
 import torch  # noqa: E402
-from transformers import CONFIG_MAPPING  # noqa: E402
+from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
 
@@ -51,6 +51,7 @@ def load_tool():
 
 
 LAYER_KEYS = ["num_hidden_layers", "n_layer", "num_layers", "n_layers"]
+LIST_KEYS = ("layer_types", "mlp_only_layers", "block_types", "layers_block_type")
 
 
 def small_config(model_type, shrink=True):
@@ -66,12 +67,19 @@ def small_config(model_type, shrink=True):
         value = getattr(text, key, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > 4:
             setattr(text, key, 4)
-            # Per-layer lists must follow the layer count.
-            for list_key in ("layer_types", "mlp_only_layers", "block_types", "layers_block_type"):
-                listed = getattr(text, list_key, None)
-                if isinstance(listed, list) and len(listed) > 4:
+            # Per-layer lists must follow the layer count: the named ones, and any other list
+            # of one entry per layer (mlp_layer_types, attention_layers).
+            for list_key, listed in list(vars(text).items()):
+                if isinstance(listed, list) and (list_key in LIST_KEYS and len(listed) > 4
+                                                 or len(listed) == value):
                     setattr(text, list_key, listed[:4])
     return config
+
+
+def per_layer_lists(data, key):
+    """The keys of config.json `data` holding a list the layer count `key` must match."""
+    return [k for k, v in data.items()
+            if isinstance(v, list) and (k in LIST_KEYS or len(v) == data[key])]
 
 
 def saved_config(config, diff):
@@ -82,13 +90,18 @@ def saved_config(config, diff):
 
 
 def edge_changes(data):
-    """Small edge configs: each flag flipped, grouped-query attention, a wider and a
-    shallower model; those transformers refuses are left out."""
+    """Small edge configs: each flag flipped, another activation, grouped-query attention, a
+    wider and a shallower model; those transformers refuses are left out."""
     changes = []
     for key in ("tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "qkv_bias",
                 "bias", "use_bias", "parallel_attn", "new_decoder_architecture"):
         if isinstance(data.get(key), bool):
             changes.append((f"{key}={not data[key]}", {key: not data[key]}))
+    for key in ("hidden_act", "activation_function", "hidden_activation"):
+        # Another activation: the module (and xIELU's state) the descriptor names follows it.
+        if isinstance(data.get(key), str):
+            other = "xielu" if data[key] != "xielu" else "relu2"
+            changes.append((f"{key}={other}", {key: other}))
     heads, kv = data.get("num_attention_heads"), data.get("num_key_value_heads")
     if isinstance(heads, int) and heads % 2 == 0 and isinstance(kv, int) and kv == heads:
         changes.append(("gqa", {"num_key_value_heads": heads // 2}))
@@ -99,17 +112,17 @@ def edge_changes(data):
     for key in LAYER_KEYS:
         value = data.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 2:
+            lists = per_layer_lists(data, key)
             change = {key: 3}
-            for list_key in ("layer_types", "mlp_only_layers", "block_types", "layers_block_type"):
-                if isinstance(data.get(list_key), list) and len(data[list_key]) > 3:
+            for list_key in lists:
+                if len(data[list_key]) > 3:
                     change[list_key] = data[list_key][:3]
             changes.append(("3-layers", change))
             # And deeper, where layer patterns of a long period show (Jamba's attention every
             # 8th layer from the 4th); per-layer lists are left to the class to fill in.
             deep = {key: 16}
-            for list_key in ("layer_types", "mlp_only_layers", "block_types", "layers_block_type"):
-                if isinstance(data.get(list_key), list):
-                    deep[list_key] = None
+            for list_key in lists:
+                deep[list_key] = None
             changes.append(("16-layers", deep))
             break
     return changes
@@ -126,7 +139,9 @@ def config_variants(config, tool, model_type):
     built = []
     for variant in out:
         try:
-            edited = CONFIG_MAPPING[model_type].from_dict(dict(variant["config"]))
+            # Read back as from_pretrained reads config.json: {"__float__": "Infinity"} is inf.
+            edited = CONFIG_MAPPING[model_type].from_dict(
+                PreTrainedConfig._decode_special_floats(dict(variant["config"])))
             with torch.device("meta"):
                 model = AutoModelForCausalLM.from_config(edited, dtype=torch.float32)
             variant["tree"] = tool.describe(model, edited, "causal-lm", variant["label"])
@@ -169,8 +184,11 @@ def main():
         if size == 0:
             refused[model_type] = "no parameters"
             continue
-        models[model_type] = {"tree": tree, "model_size": size,
-                              "configs": config_variants(config, tool, model_type)}
+        # Cut to 4 layers, some configs no longer validate once saved (Dory's layer counts
+        # must add up): then the class's own layer count.
+        configs = config_variants(config, tool, model_type) or \
+            config_variants(small_config(model_type, shrink=False), tool, model_type)
+        models[model_type] = {"tree": tree, "model_size": size, "configs": configs}
         s = size
         block = max((v for k, v in sizes.items() if k.count(".") == 2 and k.split(".")[-1].isdigit()),
                     default=s // 8)

@@ -291,7 +291,8 @@ int run_plan(const std::vector<std::string>& args) {
   int tp_size = 0;
   po::options_description description("Options");
   description.add_options()("config", po::value(&config)->value_name("FILE"),
-                            "the model's config.json (Llama, Mistral, Qwen2, Qwen3)")(
+                            "the model's config.json, of a described architecture (Llama, "
+                            "Mixtral, GPT-2, DeepSeek-V3, ...; an unknown one names the nearest)")(
       "weights", po::value(&weights)->value_name("FILE"),
       "a .safetensors file or a sharded checkpoint's model.safetensors.index.json")(
       "tree", po::value(&tree)->value_name("FILE"),

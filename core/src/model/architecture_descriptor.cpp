@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "activation.hpp"
 #include "architecture_descriptors_data.hpp"  // generated: kArchitectureDescriptors
 #include "config_loader.hpp"
 #include "descriptor_expression.hpp"
@@ -85,6 +86,7 @@ struct CompiledTensor {
 struct CompiledNode {
   std::string name;
   std::string class_name;
+  Slot activation;  // the activation name whose ACT2CLS class this is, instead of class_name
   Slot condition;
   std::vector<CompiledTensor> tensors;
   Slot repeat;  // the count of a repeat (decoder layers), `repeated` each
@@ -113,6 +115,10 @@ CompiledNode compile(const Json& node, size_t& slots) {
       out.alternatives.emplace_back(slot_of(condition_of(alternative), slots),
                                     compile(alternative.at("node"), slots));
     }
+    return out;
+  }
+  if (const auto activation = node.find("activation"); activation != node.end()) {
+    out.activation = slot_of(&*activation, slots);
     return out;
   }
   out.class_name = node.at("class").get<std::string>();
@@ -175,10 +181,34 @@ class Evaluation {
       const Json* current = value_of(name);
       if (always ||
           (current == nullptr ? rule.at("when").is_null() : *current == rule.at("when"))) {
-        space_[name] = rule.contains("value") ? rule["value"] : evaluate(rule.at("expr"));
+        if (rule.contains("count")) {
+          space_[name] = per_layer_list(name, rule);
+        } else {
+          space_[name] = rule.contains("value") ? rule["value"] : evaluate(rule.at("expr"));
+        }
       }
       index_.clear();  // a name read before this rule filled it in would keep its old place
     }
+  }
+
+  // A list the class fills in per layer: an entry for each ("per_layer": layer_types from a
+  // period), or the indices of the layers a condition holds for ("layers_where": Llama 4's
+  // moe_layers).
+  Json per_layer_list(const std::string& name, const Json& rule) {
+    const int64_t count = integer(rule.at("count"), "the layer count of ", name, "", kMaxRepeat);
+    const Json* entry = rule.contains("per_layer") ? &rule.at("per_layer") : nullptr;
+    const Json* where = entry == nullptr ? &rule.at("layers_where") : nullptr;
+    Json list = Json::array();
+    for (int64_t i = 0; i < count; ++i) {
+      layer_ = i;
+      if (entry != nullptr) {
+        list.push_back(evaluate(*entry));
+      } else if (truthy(evaluate(*where))) {
+        list.push_back(i);
+      }
+    }
+    layer_.reset();
+    return list;
   }
 
   // What the config holds for `name`: config.json's value or the class's fill-in, else the
@@ -272,7 +302,35 @@ class Evaluation {
       for (const char* key : {"rope_parameters", "rope_scaling", "partial_rotary_factor"}) {
         if (const Json* value = value_of(key)) rope[key] = *value;
       }
-      return Json(rope_inv_freq_length(rope, what_, argument.get<int64_t>(), function == "rotary"));
+      const int64_t head = argument.get<int64_t>();
+      const bool partial = function == "rotary";
+      const Json* per_type = rope.contains("rope_parameters") ? &rope["rope_parameters"] : nullptr;
+      if (per_type == nullptr || !per_type->is_object() || per_type->empty() ||
+          !std::all_of(per_type->begin(), per_type->end(),
+                       [](const Json& entry) { return entry.is_object(); })) {
+        return Json(rope_inv_freq_length(rope, what_, head, partial));
+      }
+      // Given per layer type ({"full_attention": {...}, "sliding_attention": {...}}): each
+      // type's rotary embedding reads its own entry. The descriptor's rope(dim) does not say
+      // which type a buffer is of, so the entries must agree on its length.
+      int64_t length = -1;
+      std::string first;
+      for (const auto& [type, entry] : per_type->items()) {
+        Json one = rope;
+        one["rope_parameters"] = entry;
+        const int64_t here =
+            rope_inv_freq_length(one, what_ + ": rope_parameters[\"" + type + "\"]", head, partial);
+        if (length >= 0 && here != length) {
+          throw InvalidArgument(what_ + " (" + architecture_ + "): the rope parameters of '" +
+                                first + "' and '" + type + "' give rotary embeddings of " +
+                                std::to_string(length) + " and " + std::to_string(here) +
+                                " frequencies; the descriptor cannot tell which layers read "
+                                "which: export the module tree (tools/export-module-tree)");
+        }
+        if (length < 0) first = type;
+        length = here;
+      }
+      return Json(length);
     };
     try {
       return expression.evaluate(lookup, call);
@@ -370,6 +428,10 @@ class Evaluation {
       parent->children.emplace_back();
       module = &parent->children.back();
     }
+    if (node.activation.text != nullptr) {
+      *module = activation(node.activation, local);
+      return;
+    }
     module->name = local;
     module->class_name = node.class_name;
     module->tensors.reserve(node.tensors.size());
@@ -400,6 +462,20 @@ class Evaluation {
     }
     module->children.reserve(node.children.size());
     for (const CompiledNode& child : node.children) expand(child, module, "", root);
+  }
+
+  // The module an activation name builds (ACT2CLS), refused naming the accepted ones.
+  Module activation(const Slot& slot, const std::string& local) {
+    const Json& value = evaluate(slot);
+    std::optional<Module> module;
+    if (value.is_string()) module = activation_module(value.get<std::string>(), local, dtype_);
+    if (!module) {
+      throw InvalidArgument(
+          what_ + " (" + architecture_ + "): the activation of " + path_ + " (" +
+          slot.text->get<std::string>() + ") is " + value.dump() +
+          ", not an activation transformers knows; accepted: " + activation_names());
+    }
+    return std::move(*module);
   }
 
   std::vector<const Json*> chosen(const char* key) {

@@ -3,10 +3,11 @@
 // models/{llama,mistral,qwen2,qwen3}/modeling_*.py (modules, definition order, biases, _tp_plan,
 // _no_split_modules, _tied_weights_keys), configuration_utils.py (dtype / torch_dtype, strict
 // type checks, layer_types), modeling_rope_utils.py (rope standardization, validation and the
-// inv_freq sizes of each rope_type), activations.py (ACT2CLS), distributed/mixin.py (the
+// inv_freq sizes of each rope_type), distributed/mixin.py (the
 // embedding_rowwise rule added to the base model's tp_plan).
 #include "config_loader.hpp"
 
+#include "activation.hpp"
 #include "architecture_descriptor.hpp"
 #include "json_input.hpp"
 
@@ -72,38 +73,6 @@ constexpr Architecture kArchitectures[] = {
      Field::kAbsent, 0, QkvBias::kAlways, false, false, false, false, true},
     {"qwen3", "Qwen3ForCausalLM", "Qwen3", 151936, 4096, 22016, 32, 32, Field::kNullable, 32,
      Field::kRequired, 128, QkvBias::kFromConfig, true, false, true, false, true},
-};
-
-// transformers.activations.ACT2CLS: the class hidden_act instantiates, and its state.
-struct Activation {
-  std::string_view name;
-  std::string_view class_name;
-};
-constexpr Activation kActivations[] = {
-    {"gelu", "GELUActivation"},
-    {"gelu_10", "ClippedGELUActivation"},
-    {"gelu_fast", "FastGELUActivation"},
-    {"gelu_new", "NewGELUActivation"},
-    {"gelu_python", "GELUActivation"},
-    {"gelu_pytorch_tanh", "GELUTanh"},
-    {"gelu_python_tanh", "GELUTanh"},
-    {"gelu_accurate", "AccurateGELUActivation"},
-    {"hardswish", "Hardswish"},
-    {"laplace", "LaplaceActivation"},
-    {"leaky_relu", "LeakyReLU"},
-    {"linear", "LinearActivation"},
-    {"mish", "MishActivation"},
-    {"quick_gelu", "QuickGELUActivation"},
-    {"relu", "ReLU"},
-    {"relu2", "ReLUSquaredActivation"},
-    {"relu6", "ReLU6"},
-    {"sigmoid", "Sigmoid"},
-    {"silu", "SiLUActivation"},
-    {"sqrtsoftplus", "SqrtSoftplusActivation"},
-    {"swish", "SiLU"},
-    {"tanh", "Tanh"},
-    {"prelu", "PReLU"},
-    {"xielu", "XIELUActivation"},
 };
 
 // configuration_utils.ALLOWED_ATTN_LAYER_TYPES + ALLOWED_MLP_LAYER_TYPES, and the legacy names
@@ -553,27 +522,12 @@ Module rms_norm(const char* name, const std::string& prefix, int64_t size, DType
 }
 
 Module activation(const Config& config, const std::string& hidden_act, DType dtype) {
-  for (const Activation& entry : kActivations) {
-    if (entry.name != hidden_act) continue;
-    Module result = module("act_fn", std::string(entry.class_name));
-    if (entry.name == "prelu") {
-      result.tensors.push_back(parameter("weight", {1}, dtype));
-    } else if (entry.name == "xielu") {
-      // XIELUActivation creates its state in bfloat16 whatever the model's dtype.
-      result.tensors.push_back(parameter("alpha_p", {1}, DType::kBFloat16));
-      result.tensors.push_back(parameter("alpha_n", {1}, DType::kBFloat16));
-      result.tensors.push_back(buffer("beta", {}, DType::kBFloat16, true));
-      result.tensors.push_back(buffer("eps", {}, DType::kBFloat16, true));
-    }
-    return result;
+  std::optional<Module> result = activation_module(hidden_act, "act_fn", dtype);
+  if (!result) {
+    config.fail("`hidden_act` '" + hidden_act +
+                "' is not an activation transformers knows; accepted: " + activation_names());
   }
-  std::string names;
-  for (const Activation& entry : kActivations) {
-    if (!names.empty()) names += ", ";
-    names += entry.name;
-  }
-  config.fail("`hidden_act` '" + hidden_act +
-              "' is not an activation transformers knows; accepted: " + names);
+  return std::move(*result);
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// transformers.activations.ACT2CLS: the module a config's activation name (hidden_act)
+// instantiates. Read by the Llama-family table and by descriptors whose activation module
+// follows a config field.
+#pragma once
+
+#include <backplane/model.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace backplane::model_detail {
+
+// The module `name` that activation `activation` builds, with the state some hold (PReLU's
+// weight, XIELU's alphas); nullopt for a name ACT2CLS does not have.
+std::optional<Module> activation_module(std::string_view activation, std::string name, DType dtype);
+
+// The names ACT2CLS accepts, comma-separated, for errors.
+std::string activation_names();
+
+}  // namespace backplane::model_detail
