@@ -313,22 +313,27 @@ INSTANTIATE_TEST_SUITE_P(
                 "`dtype` = \"torch.float16\" is not a dtype"},
         Refused{R"({"model_type": "llama", "hidden_act": "swiglu"})",
                 "`hidden_act` 'swiglu' is not an activation transformers knows; accepted: gelu"},
+        // A composite config's sub-config is checked field by field, named as config.json
+        // nests it.
+        Refused{R"({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})",
+                "`text_config.hidden_size` must be an integer (Gemma3ForConditionalGeneration's "
+                "config types it int), got \"big\""},
         Refused{R"({"model_type": "gpt2", "activation_function": "swiglu"})",
                 "the activation of transformer.h.0.mlp.act (activation_function) is \"swiglu\", "
                 "not an activation transformers knows; accepted: gelu"},
-        // Rope parameters per layer type (Dory's full and sliding attention): each entry is
+        // Rope parameters per layer type (Mellum's full and sliding attention): each entry is
         // checked, and entries that size the rotary buffers apart are not guessed between.
-        Refused{R"({"model_type": "dory", "rope_parameters": {
+        Refused{R"({"model_type": "mellum", "rope_parameters": {
                     "full_attention": {"rope_type": "linear"},
                     "sliding_attention": {"rope_type": "default"}}})",
                 "rope_parameters[\"full_attention\"]: rope parameters of rope_type 'linear' lack "
                 "the required key 'factor'"},
-        Refused{R"({"model_type": "dory", "rope_parameters": {
+        Refused{R"({"model_type": "mellum", "rope_parameters": {
                     "full_attention": {"rope_type": "linear", "factor": 2.0,
                                        "partial_rotary_factor": 0.5},
                     "sliding_attention": {"rope_type": "default"}}})",
                 "the rope parameters of 'full_attention' and 'sliding_attention' give rotary "
-                "embeddings of 64 and 128 frequencies"},
+                "embeddings of 32 and 64 frequencies"},
         Refused{R"({"model_type": "llama", "rope_parameters": {"rope_type": "linear"}})",
                 "rope_type 'linear' lack the required key 'factor'"},
         Refused{R"({"model_type": "llama", "rope_scaling": {"type": "su", "factor": 2.0}})",
@@ -446,6 +451,25 @@ TEST(ModelFromConfig, DescribedActivationsFollowTheConfig) {
   }
 }
 
+TEST(ModelFromConfig, ReadsInfinityAsPythonWritesIt) {
+  // transformers 4 saved Mamba-2's time_step_limit with Python's bare Infinity; 5 saves
+  // {"__float__": "Infinity"}. Both read; the words inside a string stay as they are.
+  const backplane::ModelDescription bare = backplane::model_from_config_json(
+      R"({"model_type": "mamba2", "num_hidden_layers": 1, "time_step_limit": [0.0, Infinity],
+          "name_or_path": "NaN -Infinity \" Infinity"})");
+  const backplane::ModelDescription tagged = backplane::model_from_config_json(
+      R"({"model_type": "mamba2", "num_hidden_layers": 1,
+          "time_step_limit": [0.0, {"__float__": "Infinity"}]})");
+  EXPECT_EQ(bare.hyperparameters, tagged.hyperparameters);
+  EXPECT_NE(backplane::find_module(bare.root, "backbone.layers.0.mixer.in_proj"), nullptr);
+  try {
+    backplane::model_from_config_json(R"({"model_type": "mamba2", "x": Infinityy})");
+    FAIL();
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelFromConfig, SupportedArchitectures) {
   // The hand-written table first, then every architecture descriptor, each class once.
   const std::vector<std::string> names = backplane::supported_architectures();
@@ -453,8 +477,9 @@ TEST(ModelFromConfig, SupportedArchitectures) {
   EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 4),
             (std::vector<std::string>{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                                       "Qwen3ForCausalLM"}));
-  for (const char* described : {"GPT2LMHeadModel", "MixtralForCausalLM", "DeepseekV3ForCausalLM",
-                                "GptOssForCausalLM", "BertLMHeadModel"}) {
+  for (const char* described :
+       {"GPT2LMHeadModel", "MixtralForCausalLM", "DeepseekV3ForCausalLM", "GptOssForCausalLM",
+        "BertLMHeadModel", "Gemma3ForConditionalGeneration"}) {
     EXPECT_EQ(std::count(names.begin(), names.end(), described), 1) << described;
   }
 }

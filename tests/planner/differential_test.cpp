@@ -384,6 +384,7 @@ TEST(DeviceMapDifferential, FromConfigsThroughDescriptors) {
   std::map<std::string, backplane::ModelDescription> planned;
   int configs = 0, equal_architectures = 0;
   std::set<std::string> equal;
+  std::string unequal;  // the model types with a difference, for the failure message
   std::vector<std::string> differences;
   for (const auto& [id, model] : data.at("models").items()) {
     if (!described_set.count(model.at("tree").at("architecture").get<std::string>())) continue;
@@ -417,9 +418,10 @@ TEST(DeviceMapDifferential, FromConfigsThroughDescriptors) {
     }
     equal_architectures += all_equal ? 1 : 0;
     if (all_equal) equal.insert(id);
+    if (!all_equal) unequal += (unequal.empty() ? "" : " ") + id;
   }
   for (size_t i = 0; i < differences.size() && i < 25; ++i) ADD_FAILURE() << differences[i];
-  EXPECT_EQ(differences.size(), 0u) << "of " << configs << " configs";
+  EXPECT_EQ(differences.size(), 0u) << "of " << configs << " configs; not equal: " << unequal;
   Outcome outcome;
   for (const json& c : data.at("cases")) {
     const auto it = planned.find(c.at("model").get<std::string>());
@@ -437,9 +439,9 @@ TEST(DeviceMapDifferential, FromConfigsThroughDescriptors) {
   EXPECT_GE(equal_architectures, 40);
   std::cout << "[ planner  ] descriptors: " << equal_architectures << " of "
             << data.at("models").size() + data.at("refused").size()
-            << " causal-LM architectures equal to transformers over " << configs << " configs; "
-            << outcome.compared << " plans from config.json alone, " << outcome.mismatches.size()
-            << " differ\n";
+            << " architectures (the causal LMs and T5) equal to transformers over " << configs
+            << " configs; " << outcome.compared << " plans from config.json alone, "
+            << outcome.mismatches.size() << " differ\n";
 }
 
 }  // namespace

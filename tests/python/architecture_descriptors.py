@@ -1,28 +1,37 @@
 #!/usr/bin/env python3
 """Writes the architecture descriptors of core/src/model/architectures/ from transformers itself.
 
-For each causal-LM architecture of the pinned transformers, the model is built on the meta
-device from probe configs: the config class's defaults (layers cut to a few), then one probe per
+For each causal-LM architecture of the pinned transformers (and T5), the model is built on the
+meta device from probe configs: the config class's defaults (layers cut to a few), then one probe per
 field with that field changed (sizes doubled, flags flipped, per-layer lists rotated). What the
 probes show is turned into data that backplane's C++ evaluates without Python:
   - every integer a tensor shape, a layer count or a hyperparameter holds, as the smallest
     expression over the config's fields (`num_attention_heads * head_dim`) that gives it in
     every probe; none or two equally small ones: the architecture is not written;
   - every module, tensor, tied pair and tp-plan entry that comes and goes, with the condition
-    over fields (and the layer index `i` inside repeated blocks) that says when;
+    over fields (and the layer index `i` inside repeated blocks, `j` that of the block around)
+    that says when;
   - the numbered children of a container (decoder layers) as a repeat with per-layer variants;
   - the fields a config class fills in when config.json leaves them null (head_dim from
-    hidden_size // num_attention_heads), as expressions too.
+    hidden_size // num_attention_heads, layer_types from a period), as expressions too;
+  - a module whose class follows an activation name (hidden_act) as that name, built as
+    transformers' ACT2CLS builds it;
+  - a composite config's sub-configs (Gemma 3's text_config, vision_config) as fields named
+    text_config__hidden_size.
 Each descriptor is checked here before it is written: evaluated on every probe, it must give the
-tree tools/export-module-tree writes for that probe, byte for byte. The C++ side is checked by
-the differential test (architecture_oracle.py, tests/planner/differential_test.cpp) on configs
-no probe used.
+tree tools/export-module-tree writes for that probe, byte for byte; then on configs with several
+fields changed at once (each change that brings tensors of its own crossed with each size, and
+random combinations): the ones it misses become probes and it is synthesized again, and a
+held-out set of random combinations must then all be right. The C++ side is checked by the
+differential test (architecture_oracle.py, tests/planner/differential_test.cpp) on configs no
+probe used.
 
 Expressions are Python syntax (a subset: names, integers, strings, + - * // %, comparisons,
 in, not in, is None, and/or/not, x[i], rope(x)); core/src/model/descriptor_expression.cpp
 evaluates them with Python's meaning.
 
-Usage: architecture_descriptors.py OUT_DIR [MODEL_TYPE...]   (default: all 196)
+Usage: architecture_descriptors.py OUT_DIR [MODEL_TYPE...]
+(default: the 196 causal LMs and T5, architecture_oracle.model_types())
 Writes OUT_DIR/<model_type>.json for each architecture that passes, and prints a report line
 per architecture ("ok" or why not) and the count.
 """
@@ -49,7 +58,20 @@ LAYERS = 16  # probe depth: per-layer patterns of period up to 16 show (Jamba: e
 import torch  # noqa: E402
 from transformers.activations import ACT2CLS, ACT2FN  # noqa: E402
 from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
-from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
+
+
+SEP = "__"  # text_config__hidden_size: a field of a composite config's sub-config, flattened
+
+
+def is_layer_key(name):
+    """A layer count (num_hidden_layers), of the config or of one of its sub-configs."""
+    return name.split(SEP)[-1] in oracle.LAYER_KEYS
+
+
+def sibling(name, key):
+    """`key` beside `name`: in the same sub-config (text_config__layer_types beside
+    text_config__num_hidden_layers), or at the top."""
+    return name.rsplit(SEP, 1)[0] + SEP + key if SEP in name else key
 
 
 class Unsupported(Exception):
@@ -119,7 +141,7 @@ def jsonable(value):
 def base_probe(fields):
     raw = {name: spec["default"] for name, spec in fields.items() if jsonable(spec["default"])}
     raw.pop("dtype", None)
-    for key in ("num_hidden_layers", "n_layer", "num_layers", "n_layers"):
+    for key in [k for k in raw if is_layer_key(k)]:
         if isinstance(raw.get(key), int) and not isinstance(raw[key], bool) and raw[key] > LAYERS:
             raw[key] = LAYERS
     for key, value in list(raw.items()):
@@ -164,27 +186,60 @@ class Builder:
     def __init__(self, model_type):
         self.model_type = model_type
         self.config_class = CONFIG_MAPPING[model_type]
-        if getattr(self.config_class, "sub_configs", None):
-            raise Unsupported("composite config (" + ", ".join(self.config_class.sub_configs) + ")")
-        from transformers import AutoModelForCausalLM
-
-        self.auto = AutoModelForCausalLM
+        self.task, self.auto = oracle.auto_class(model_type)
         self.fields = class_fields(self.config_class)
         self.extra = set()
         self.private = {}  # kwarg field -> the private attribute __post_init__ keeps it in
+        # A composite config (Gemma 3: text_config, vision_config): each sub-config's fields
+        # join under its name, with the defaults the composite gives them.
+        self.subs = {}
+        for sub in getattr(self.config_class, "sub_configs", None) or {}:
+            try:
+                value = getattr(self.config_class(), sub, None)
+            except Exception as e:
+                raise Unsupported(f"composite config: the defaults do not build ({e})"[:160])
+            if not isinstance(value, PreTrainedConfig) or getattr(type(value), "sub_configs", None):
+                raise Unsupported(f"composite config ({sub} has no default, or has sub-configs)")
+            self.subs[sub] = type(value)
+            self.fields.pop(sub, None)
+            for name, spec in class_fields(type(value)).items():
+                default = getattr(value, name, spec["default"])
+                self.fields[sub + SEP + name] = dict(spec, default=default if jsonable(default)
+                                                     else spec["default"])
+
+    def aliases(self):
+        """attribute_map of the config and of each sub-config, flattened."""
+        out = dict(getattr(self.config_class, "attribute_map", {}) or {})
+        for sub, sub_class in self.subs.items():
+            for source, target in (getattr(sub_class, "attribute_map", {}) or {}).items():
+                out[sub + SEP + source] = sub + SEP + target
+        return out
+
+    def nested(self, raw):
+        """A flat probe as config.json nests it."""
+        out = {k: v for k, v in raw.items() if SEP not in k}
+        for sub in self.subs:
+            out[sub] = {k[len(sub) + len(SEP):]: v for k, v in raw.items() if k.startswith(sub + SEP)}
+        return out
+
+    def read(self, config, name):
+        """The resolved value of (flattened) field `name` of a built config."""
+        if SEP in name:
+            sub, name = name.split(SEP, 1)
+            return getattr(getattr(config, sub), name)
+        if name in self.private:
+            return getattr(config, self.private[name])
+        return getattr(config, name, None) if name in self.extra else getattr(config, name)
 
     def build(self, raw, dtype=torch.float32):
-        config = self.config_class.from_dict(dict(raw, model_type=self.model_type))
+        config = self.config_class.from_dict(dict(self.nested(raw), model_type=self.model_type))
         with torch.device("meta"):
             model = self.auto.from_config(config, dtype=dtype)
-        tree = TOOLMOD.describe(model, config, "causal-lm", "probe")
+        tree = TOOLMOD.describe(model, config, self.task, "probe")
         resolved = {}
         for name in self.fields:
             try:
-                if name in self.private:
-                    value = getattr(config, self.private[name])
-                else:
-                    value = getattr(config, name, None) if name in self.extra else getattr(config, name)
+                value = self.read(config, name)
             except Exception:
                 continue
             if jsonable(value):
@@ -202,7 +257,7 @@ class Builder:
         extra = [k for k, v in vars(config).items()
                  if k not in self.fields and k not in BASE_FIELDS and not k.startswith("_")
                  and k not in mapped and isinstance(v, int) and not isinstance(v, bool)]
-        if "head_dim" not in self.fields and "head_dim" not in extra:
+        if "head_dim" not in self.fields and "head_dim" not in extra and "head_dim" not in mapped:
             base_tree, _, _ = self.build(base)
             try:
                 tree, _, _ = self.build(dict(base, head_dim=24))
@@ -258,12 +313,12 @@ class Builder:
                 if built == (4 if value is None else 3) or not isinstance(candidate, (int, str)) \
                         or isinstance(candidate, bool):
                     break
-            if name in oracle.LAYER_KEYS and isinstance(value, int) and not isinstance(value, bool):
+            if is_layer_key(name) and isinstance(value, int) and not isinstance(value, bool):
                 # Shallow too: what only some layer types bring (OLMo 3's full-attention rotary
                 # buffers, every 4th layer) is absent from a 1- or 3-layer model.
                 for shallow in (1, 3):
                     raw = dict(base, **{name: shallow})
-                    for key in oracle.LIST_KEYS:
+                    for key in [sibling(name, k) for k in oracle.LIST_KEYS]:
                         if isinstance(raw.get(key), list):
                             raw[key] = raw[key][:shallow]
                     try:
@@ -283,7 +338,7 @@ class Builder:
         # A size the config class refuses to change alone (Mamba-2 checks hidden_size * expand
         # against num_heads * head_dim): doubled with another size doubled too.
         ints = [n for n in self.fields if isinstance(base.get(n), int)
-                and not isinstance(base.get(n), bool) and base[n] > 0 and n not in oracle.LAYER_KEYS]
+                and not isinstance(base.get(n), bool) and base[n] > 0 and not is_layer_key(n)]
         moved = {k for raw, _, _ in probes[1:] for k in raw if raw[k] != base.get(k)}
         for name in [n for n in ints if n not in moved]:
             coupled = 0
@@ -413,6 +468,8 @@ def solve_int_uncached(values, namespaces, what, split=2):
     candidates = itertools.chain(
         ((e, c) for e, c in int_candidates(wide, 2)), scaled(wide, values, tables),
         ((e, c) for e, c in int_candidates(narrow + ["2", "3", "4"], 3) if c == 3),
+        # A grid of patches (a vision tower's positions: (image_size // patch_size) ** 2).
+        ((f"({a} // {b}) * ({a} // {b})", 3) for a in narrow for b in narrow if a != b),
         # Rounding: up to even (sinusoids of torch.arange(0, d, 2)), ceiling division.
         ((f"({a} + 1) // 2 * 2", 3) for a in narrow),
         ((f"-(-{a} // {b})", 3) for a in narrow for b in narrow + ["2", "4", "8", "16"]),
@@ -484,6 +541,8 @@ def atoms(namespaces, with_layer):
     keys = set.intersection(*(set(ns) for ns in namespaces))
     out = []
     for k in sorted(keys):
+        if k == "j":  # the outer index: only compared with 0, below
+            continue
         values = [ns[k] for ns in namespaces]
         if all(isinstance(v, bool) for v in values):
             out += [k, f"not {k}"]
@@ -511,9 +570,11 @@ def atoms(namespaces, with_layer):
                 out += [f"i in {k}", f"i not in {k}"]
                 if seen <= {0, 1}:  # a flag per layer (Llama 4's no_rope_layers)
                     out += [f"{k}[i] == 1", f"{k}[i] == 0"]
+    if with_layer and "j" in keys:
+        out += ["j == 0", "j > 0"]
     if with_layer:
-        ints = [k for k in sorted(keys)
-                if all(isinstance(ns[k], int) and not isinstance(ns[k], bool) for ns in namespaces)]
+        ints = [k for k in sorted(keys) if k != "j"
+                and all(isinstance(ns[k], int) and not isinstance(ns[k], bool) for ns in namespaces)]
         out += [f"i % {a} == {b}" for a in ints for b in ints if a != b]
         # A period the class fixes (OLMo 3's full attention every 4th layer).
         out += [f"(i + 1) % {n} == 0" for n in range(2, 9)] + [f"i % {n} == 0" for n in range(2, 9)]
@@ -572,8 +633,10 @@ def solve_condition(cases, what, with_layer=False):
 def check_twins(combo, twins, namespaces, what, with_layer):
     """A per-layer atom that agrees with another on every probed layer may still differ on
     deeper models (i % attn_layer_period against i % head_dim below 8 layers): each pair is
-    evaluated on layers 0-63 of the probes' configs, and any that differ there are refused."""
-    if not with_layer:
+    evaluated on layers 0-63 of the probes' configs, and any that differ there are refused.
+    A repeat of a fixed count (`with_layer` is the count: T5's sublayers) has no deeper
+    index than the probes show."""
+    if with_layer is not True:
         return
     sample = namespaces[:: max(1, len(namespaces) // 40)]
     for atom in combo:
@@ -736,9 +799,15 @@ class Synthesizer:
         if any(is_repeat(n) for n, _ in here) and all(is_repeat(n) or not n["children"] for n, _ in here):
             out["repeat"] = self.dimension([len(n["children"]) for n, _ in here],
                                            [s for _, s in here], f"the number of {path}", None)
-            layers = [(child, dict(s, i=int(child["name"]))) for n, s in here for child in n["children"]]
+            # Inside another repeat, the outer index is j (T5's relative attention bias: in the
+            # first block's self-attention sublayer only).
+            layers = [(child, dict(s, i=int(child["name"]), **({"j": s["i"]} if "i" in s else {})))
+                      for n, s in here for child in n["children"]]
+            # A fixed count (T5's two or three sublayers per block) bounds the index: no
+            # deeper model can tell apart conditions the probes agree on.
+            bound = int(out["repeat"]) if out["repeat"].isdigit() and int(out["repeat"]) else True
             out["node"] = self.template([c for c, _ in layers], [sp for _, sp in layers],
-                                        f"{path}.*", True)
+                                        f"{path}.*", bound)
             return out
         # One order all probes agree with: a child seen first in a later probe goes right
         # after the child it follows there (Qwen3-Next's self_attn where linear_attn was).
@@ -892,7 +961,7 @@ def synthesize(model_type, builder, probes):
         "generated_from": "transformers " + __import__("transformers").__version__,
         "fields": {name: {"default": spec["default"], "kind": spec["kind"], "nullable": spec["nullable"]}
                    for name, spec in builder.fields.items() if jsonable(spec["default"])},
-        "aliases": dict(getattr(builder.config_class, "attribute_map", {}) or {}),
+        "aliases": builder.aliases(),
         "derived": derived,
         "lets": synth.lets,
         "tree": root,
@@ -903,6 +972,8 @@ def synthesize(model_type, builder, probes):
         "keep_in_fp32_modules": listed(probes, "keep_in_fp32_modules", synth.spaces),
         "hyperparameters": hyper,
     }
+    if builder.subs:
+        descriptor["sub_configs"] = sorted(builder.subs)  # config.json nests their fields
     return descriptor
 
 
@@ -979,7 +1050,26 @@ def derive_fields(builder, probes):
         else:
             continue
         derived[name] = rule
-    return derived
+    return in_fill_order(derived)
+
+
+def rule_reads(rule):
+    names = set()
+    for key in ("expr", "per_layer", "layers_where", "count"):
+        if isinstance(rule.get(key), str):
+            names |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", rule[key]))
+    return names
+
+
+def in_fill_order(derived):
+    """The rules in an order where each comes after the rules filling in what it reads (Llama
+    4's layer_types reads no_rope_layers, itself filled in): resolve() applies them in turn."""
+    out, left = {}, dict(derived)
+    while left:
+        ready = [n for n, r in left.items() if not (rule_reads(r) & (set(left) - {n}))]
+        for name in ready or list(left)[:1]:  # a cycle: as found
+            out[name] = left.pop(name)
+    return out
 
 
 def per_layer_rule(cases, name):
@@ -988,7 +1078,7 @@ def per_layer_rule(cases, name):
     entry as an expression over the layer index i}, or the indices of some layers (Llama 4's
     moe_layers, every interleave_moe_layer_step-th) as {"count", "layers_where": condition}."""
     def layer_count(fits):
-        return next((key for key in oracle.LAYER_KEYS
+        return next((key for key in [sibling(name, k) for k in oracle.LAYER_KEYS]
                      if all(isinstance(res.get(key), int) and fits(res[name], res[key])
                             for _, res in cases)), None)
 
@@ -1108,6 +1198,10 @@ def resolve(descriptor, raw):
     for name, spec in descriptor["fields"].items():
         space[name] = spec["default"]
     for key, value in raw.items():
+        if key in descriptor.get("sub_configs", []):
+            for sub_key, sub_value in (value or {}).items():
+                space[field_name(descriptor, key + SEP + sub_key)] = sub_value
+            continue
         space[field_name(descriptor, key)] = value
     for name, rule in descriptor["derived"].items():
         if rule.get("always") or space.get(name) == rule["when"]:
@@ -1156,7 +1250,8 @@ def expand(node, space, prefix, out):
             out["buffers"].append([full, shape, dtype, t["kind"] == "b"])
     if "repeat" in node:
         for i in range(evaluate(node["repeat"], space)):
-            expand(dict(node["node"], name=str(i)), dict(space, i=i), name, out)
+            inner = dict(space, i=i, **({"j": space["i"]} if "i" in space else {}))
+            expand(dict(node["node"], name=str(i)), inner, name, out)
         return
     for child in node.get("children", []):
         expand(child, space, name, out)
@@ -1247,7 +1342,7 @@ def triggers_of(probes):
         names = {row[0] for row in tree["parameters"] + tree["buffers"]}
         flags = all(isinstance(v, bool) for v in changed.values())
         if (len(changed) == 1 or len(changed) == 2 and flags) \
-                and not set(changed) & set(oracle.LAYER_KEYS) \
+                and not any(is_layer_key(k) for k in changed) \
                 and names - base_names and all(set(t) != set(changed) for t in out):
             out.append(changed)  # the first value of each field: one attention-layer offset
     return out
@@ -1262,7 +1357,7 @@ def size_changes(probes):
     out = {}
     for raw, _, _ in probes[1:]:
         changed = [k for k in raw if raw[k] != base_raw.get(k)]
-        if len(changed) != 1 or changed[0] in out or changed[0] in oracle.LAYER_KEYS:
+        if len(changed) != 1 or changed[0] in out or is_layer_key(changed[0]):
             continue
         value = raw[changed[0]]
         if isinstance(value, int) and not isinstance(value, bool) or \
@@ -1331,12 +1426,57 @@ def difference(descriptor, case):
         return f"{type(e).__name__}: {e}"
 
 
+def literal_tensors(node, path=""):
+    """(layer pattern of a tensor, its literals of two digits or more) for each tensor whose
+    shape holds such a literal: a size read off probes that never changed it."""
+    out = []
+    here = f"{path}.{node['name']}" if path and node.get("name") else (node.get("name") or path)
+    for t in node.get("tensors", []):
+        literals = {int(x) for dim in t["shape"] for x in re.findall(r"\b\d{2,}\b", dim)}
+        if literals:
+            out.append((f"{here}.{t['name']}" if here else t["name"], literals))
+    if "node" in node:
+        out += literal_tensors(dict(node["node"], name="*"), here)
+    for alternative in node.get("alternatives", []):
+        out += literal_tensors(dict(alternative["node"], name=node["name"]), path)
+    for child in node.get("children", []):
+        out += literal_tensors(child, here)
+    return out
+
+
+def literal_guards(builder, probes, descriptor, guarded):
+    """A literal in a shape (a bias only some layers of some configs have, read at the default
+    sizes: DeepSeek-V2's dense-MLP bias; a branch taken by a single probe) is checked with
+    the sizes changed: the first probes whose tensor holds that value, each crossed with each
+    size change. `guarded` keeps the probes already crossed."""
+    out = []
+    sizes = size_changes(probes)
+    for pattern, literals in literal_tensors(descriptor["tree"]):
+        holders = [raw for raw, tree, _ in probes
+                   if any(layer_pattern(row[0]) == pattern and set(row[1]) & literals
+                          for row in tree["parameters"] + tree["buffers"])]
+        for raw in holders[:3]:
+            key = json.dumps(raw, sort_keys=True)
+            if key in guarded:
+                continue
+            guarded.add(key)
+            for name, value in sizes.items():
+                if raw.get(name) == probes[0][0].get(name):
+                    try:
+                        tree, resolved, _ = builder.build(dict(raw, **{name: value}))
+                    except Exception:
+                        continue
+                    out.append((dict(raw, **{name: value}), tree, resolved))
+    return out
+
+
 def synthesize_checked(model_type):
     """synthesize(), then two checks on configs no single-field probe is, drawn with a seed of
     the model type (a rerun writes the same descriptor):
-      - each trigger change with each size changed too, and JOINT_CONFIGS configs with 2-5
-        fields changed at once: those missed join the probes and the descriptor is
-        synthesized again, up to JOINT_ROUNDS times;
+      - each trigger change with each size changed too, the probes behind a literal in a
+        shape likewise (literal_guards), and JOINT_CONFIGS configs with 2-5 fields changed
+        at once: those missed join the probes and the descriptor is synthesized again, up to
+        JOINT_ROUNDS times;
       - HELD_OUT_CONFIGS more such configs, held out: one missed and the architecture is not
         written."""
     builder = Builder(model_type)
@@ -1347,9 +1487,11 @@ def synthesize_checked(model_type):
     crossed = crossed_configs(builder, probes)
     crossed += drawn_configs(builder, base, [{}] * JOINT_CONFIGS, tried, rng, (2, 5))
     held_out = drawn_configs(builder, base, [{}] * HELD_OUT_CONFIGS, tried, rng, (2, 5))
+    guarded = set()
     for _ in range(JOINT_ROUNDS):
         descriptor = synthesize(model_type, builder, probes)
         check_descriptor(descriptor, probes)
+        crossed += literal_guards(builder, probes, descriptor, guarded)
         wrong = missed(descriptor, crossed)
         if not wrong:
             break
@@ -1373,7 +1515,7 @@ def probe_label(raw, base):
 
 def main():
     out_dir = sys.argv[1]
-    wanted = sys.argv[2:] or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    wanted = sys.argv[2:] or oracle.model_types()
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     os.makedirs(out_dir, exist_ok=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The oracle of the exported-tree differential test (tests/planner/differential_test.cpp,
 DeviceMapDifferential.FromExportedTrees): every causal-LM architecture of the pinned
-transformers, built on the meta device from its config class's defaults (layers cut to a few,
+transformers and the encoder-decoder ones of SEQ2SEQ (T5), built on the meta device from its config class's defaults (layers cut to a few,
 so that plans split them), written by tools/export-module-tree's own code, and what
 from_pretrained's planning (transformers.integrations.accelerate._get_device_map) places for
 each strategy over budgets that split the model across 2-4 GPUs with cpu and disk offload.
@@ -38,8 +38,23 @@ sys.path.insert(0, HERE)
 import device_map_oracle as dmo  # noqa: E402  (its budget and simulation helpers)
 import torch  # noqa: E402
 from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
-from transformers import AutoModelForCausalLM  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
+
+# Encoder-decoder architectures covered beside every causal LM, built with the auto class
+# from_pretrained users load them with.
+SEQ2SEQ = ["t5"]
+
+
+def model_types():
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) + SEQ2SEQ
+
+
+def auto_class(model_type):
+    """(export-module-tree's --auto-class name, the transformers auto class) of model_type."""
+    if model_type in SEQ2SEQ:
+        return "seq2seq-lm", AutoModelForSeq2SeqLM
+    return "causal-lm", AutoModelForCausalLM
 
 
 def load_tool():
@@ -142,9 +157,10 @@ def config_variants(config, tool, model_type):
             # Read back as from_pretrained reads config.json: {"__float__": "Infinity"} is inf.
             edited = CONFIG_MAPPING[model_type].from_dict(
                 PreTrainedConfig._decode_special_floats(dict(variant["config"])))
+            task, auto = auto_class(model_type)
             with torch.device("meta"):
-                model = AutoModelForCausalLM.from_config(edited, dtype=torch.float32)
-            variant["tree"] = tool.describe(model, edited, "causal-lm", variant["label"])
+                model = auto.from_config(edited, dtype=torch.float32)
+            variant["tree"] = tool.describe(model, edited, task, variant["label"])
             built.append(variant)
         except Exception:  # an edge transformers refuses: not a case
             continue
@@ -162,20 +178,26 @@ def main():
     rng = random.Random(20261201)
     started = time.time()
     models, cases, refused = {}, [], {}
-    from transformers import AutoModelForCausalLM
     from transformers.integrations import accelerate as tia
 
-    for model_type in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+    for model_type in model_types():
+        task, auto = auto_class(model_type)
         try:
             try:
                 config = small_config(model_type)
                 with torch.device("meta"):
-                    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+                    model = auto.from_config(config, dtype=torch.float32)
+                # Cut to 4 layers, some configs no longer validate once saved (Dory's layer
+                # counts must add up): then the class's own layer count, as below.
+                configs = config_variants(config, tool, model_type)
+                if not configs:
+                    raise ValueError("the cut config does not read back")
             except Exception:  # some classes fix their layer count: the defaults as they are
                 config = small_config(model_type, shrink=False)
                 with torch.device("meta"):
-                    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-            tree = tool.describe(model, config, "causal-lm", model_type)
+                    model = auto.from_config(config, dtype=torch.float32)
+                configs = config_variants(config, tool, model_type)
+            tree = tool.describe(model, config, task, model_type)
             sizes, _ = tia.compute_module_sizes(model)
             size = sizes[""]
         except Exception as e:  # an architecture the defaults cannot build: reported, not hidden
@@ -184,10 +206,6 @@ def main():
         if size == 0:
             refused[model_type] = "no parameters"
             continue
-        # Cut to 4 layers, some configs no longer validate once saved (Dory's layer counts
-        # must add up): then the class's own layer count.
-        configs = config_variants(config, tool, model_type) or \
-            config_variants(small_config(model_type, shrink=False), tool, model_type)
         models[model_type] = {"tree": tree, "model_size": size, "configs": configs}
         s = size
         block = max((v for k, v in sizes.items() if k.count(".") == 2 and k.split(".")[-1].isdigit()),

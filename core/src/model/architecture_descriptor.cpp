@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "activation.hpp"
@@ -93,7 +94,24 @@ struct CompiledNode {
   std::unique_ptr<CompiledNode> repeated;
   std::vector<std::pair<Slot, CompiledNode>> alternatives;  // condition (or none), node
   std::vector<CompiledNode> children;
+  bool reads_layer = false;  // some expression of this subtree reads `i` or `j`
 };
+
+// Whether anything under `node` reads a layer index: a repeat of a subtree that does not
+// is expanded once and copied (a decoder layer the same at every depth).
+bool reads_layer(const CompiledNode& node) {
+  bool reads = node.condition.reads_layer || node.activation.reads_layer || node.repeat.reads_layer;
+  for (const CompiledTensor& tensor : node.tensors) {
+    reads = reads || tensor.condition.reads_layer;
+    for (const Slot& dim : tensor.dims) reads = reads || dim.reads_layer;
+  }
+  if (node.repeated) reads = reads || node.repeated->reads_layer;
+  for (const auto& [condition, alternative] : node.alternatives) {
+    reads = reads || condition.reads_layer || alternative.reads_layer;
+  }
+  for (const CompiledNode& child : node.children) reads = reads || child.reads_layer;
+  return reads;
+}
 
 const Json* condition_of(const Json& node) {
   const auto it = node.find("if");
@@ -103,10 +121,20 @@ const Json* condition_of(const Json& node) {
 Slot slot_of(const Json* text, size_t& slots) {
   if (text == nullptr) return {};
   const std::vector<std::string> names = names_in(text->get<std::string>());
-  return {text, slots++, std::find(names.begin(), names.end(), "i") != names.end()};
+  const bool reads_layer = std::find(names.begin(), names.end(), "i") != names.end() ||
+                           std::find(names.begin(), names.end(), "j") != names.end();
+  return {text, slots++, reads_layer};
 }
 
+CompiledNode compile_node(const Json& node, size_t& slots);
+
 CompiledNode compile(const Json& node, size_t& slots) {
+  CompiledNode out = compile_node(node, slots);
+  out.reads_layer = reads_layer(out);
+  return out;
+}
+
+CompiledNode compile_node(const Json& node, size_t& slots) {
   CompiledNode out;
   out.name = node.value("name", "");
   out.condition = slot_of(condition_of(node), slots);
@@ -151,12 +179,65 @@ struct CompiledDescriptor {
   Json descriptor;
   CompiledNode tree;
   size_t slots = 0;
+  std::map<const Json*, Expression> parsed;  // every expression of the tree, parsed once
+  std::vector<std::string> fill_order;       // the derived rules, each after those it reads
 };
+
+// The derived rules in an order where each comes after the rules filling in what it reads
+// (Llama 4's layer_types reads no_rope_layers, itself filled in); nlohmann's objects are
+// sorted by key, which is not that order. A cycle keeps key order.
+std::vector<std::string> fill_order(const Json& derived) {
+  std::map<std::string, std::set<std::string>> reads;
+  for (const auto& [name, rule] : derived.items()) {
+    std::set<std::string>& names = reads[name];
+    for (const char* key : {"expr", "per_layer", "layers_where", "count"}) {
+      if (const auto it = rule.find(key); it != rule.end() && it->is_string()) {
+        for (const std::string& read : names_in(it->get<std::string>())) {
+          if (read != name && derived.contains(read)) names.insert(read);
+        }
+      }
+    }
+  }
+  std::vector<std::string> order;
+  while (!reads.empty()) {
+    auto ready = std::find_if(reads.begin(), reads.end(),
+                              [](const auto& entry) { return entry.second.empty(); });
+    if (ready == reads.end()) ready = reads.begin();
+    const std::string name = ready->first;
+    order.push_back(name);
+    reads.erase(ready);
+    for (auto& [other, names] : reads) names.erase(name);
+  }
+  return order;
+}
+
+// Parses every expression of `node` into `parsed`, keyed by its text in the descriptor.
+void parse_all(const CompiledNode& node, std::map<const Json*, Expression>& parsed) {
+  const auto add = [&parsed](const Slot& slot) {
+    if (slot.text != nullptr && parsed.count(slot.text) == 0) {
+      parsed.emplace(slot.text, Expression::parse(slot.text->get<std::string>()));
+    }
+  };
+  add(node.condition);
+  add(node.activation);
+  add(node.repeat);
+  for (const CompiledTensor& tensor : node.tensors) {
+    add(tensor.condition);
+    for (const Slot& dim : tensor.dims) add(dim);
+  }
+  if (node.repeated) parse_all(*node.repeated, parsed);
+  for (const auto& [condition, alternative] : node.alternatives) {
+    add(condition);
+    parse_all(alternative, parsed);
+  }
+  for (const CompiledNode& child : node.children) parse_all(child, parsed);
+}
 
 class Evaluation {
  public:
   Evaluation(const CompiledDescriptor& compiled, const std::string& what)
-      : descriptor_(compiled.descriptor),
+      : compiled_(compiled),
+        descriptor_(compiled.descriptor),
         tree_(compiled.tree),
         what_(what),
         architecture_(compiled.descriptor.at("architecture").get<std::string>()),
@@ -168,13 +249,21 @@ class Evaluation {
   void resolve(const Json& config) {
     // The defaults stay in the descriptor (value_of reads them there): only what config.json
     // sets and what the class fills in is written here.
-    const Json& fields = descriptor_.at("fields");
+    const auto subs = descriptor_.find("sub_configs");
     for (const auto& [key, value] : config.items()) {
-      const std::string name = field_name(key);
-      if (fields.contains(name)) check_kind(what_, architecture_, key, fields[name], value);
-      space_[name] = value;
+      if (subs != descriptor_.end() && value.is_object() &&
+          std::find(subs->begin(), subs->end(), key) != subs->end()) {
+        // A composite config's sub-config (Gemma 3's text_config): its fields are named
+        // text_config__hidden_size here.
+        for (const auto& [sub_key, sub_value] : value.items()) {
+          set(key + "__" + sub_key, sub_value, key + "." + sub_key);
+        }
+        continue;
+      }
+      set(key, value, key);
     }
-    for (const auto& [name, rule] : descriptor_.at("derived").items()) {
+    for (const std::string& name : compiled_.fill_order) {
+      const Json& rule = descriptor_.at("derived").at(name);
       // "always": the class replaces whatever config.json says; else only a marker value
       // (null, "auto") is filled in.
       const bool always = rule.value("always", false);
@@ -189,6 +278,14 @@ class Evaluation {
       }
       index_.clear();  // a name read before this rule filled it in would keep its old place
     }
+  }
+
+  // config.json's `key` (`shown` in errors: text_config.hidden_size) set to `value`.
+  void set(const std::string& key, const Json& value, const std::string& shown) {
+    const std::string name = field_name(key);
+    const Json& fields = descriptor_.at("fields");
+    if (fields.contains(name)) check_kind(what_, architecture_, shown, fields[name], value);
+    space_[name] = value;
   }
 
   // A list the class fills in per layer: an entry for each ("per_layer": layer_types from a
@@ -265,6 +362,9 @@ class Evaluation {
  private:
   // Parsed once per evaluation: a layer's expressions are read again for every layer.
   const Expression& parsed(const Json& text) {
+    if (const auto compiled = compiled_.parsed.find(&text); compiled != compiled_.parsed.end()) {
+      return compiled->second;
+    }
     auto it = parsed_.find(&text);
     if (it == parsed_.end()) {
       it = parsed_.emplace(&text, Expression::parse(text.get<std::string>())).first;
@@ -276,6 +376,7 @@ class Evaluation {
     const Expression& expression = parsed(text);
     const auto lookup = [this](const std::string& name) -> const Json* {
       if (layer_ && name == "i") return &*layer_;
+      if (outer_layer_ && name == "j") return &*outer_layer_;
       if (const auto it = index_.find(name); it != index_.end()) return it->second;
       const Json* value = value_of(name);
       if (value == nullptr) {
@@ -419,10 +520,7 @@ class Evaluation {
 
   void expand_module(const CompiledNode& node, Module* parent, const std::string& local,
                      Module& root) {
-    if (++modules_ > kMaxModules) {
-      throw InvalidArgument(what_ + " (" + architecture_ + "): more than " +
-                            std::to_string(kMaxModules) + " modules; check the config's sizes");
-    }
+    if (++modules_ > kMaxModules) too_many_modules();
     Module* module = &root;
     if (parent != nullptr) {
       parent->children.emplace_back();
@@ -451,17 +549,38 @@ class Evaluation {
     }
     if (node.repeat.text != nullptr) {
       const int64_t count = integer(node.repeat, "the number of ", path_, "", kMaxRepeat);
+      // Inside, `i` is this repeat's index and `j` the enclosing one's (T5's sublayers of a
+      // block).
       const std::optional<Json> outer = layer_;
+      const std::optional<Json> outer_outer = outer_layer_;
+      outer_layer_ = outer;
       module->children.reserve(static_cast<size_t>(count));
+      size_t per_copy = 0;  // modules of one copy
       for (int64_t i = 0; i < count; ++i) {
         layer_ = i;
-        expand(*node.repeated, module, std::to_string(i), root);
+        if (i == 0 || node.repeated->reads_layer || module->children.empty()) {
+          const size_t before = modules_;
+          expand(*node.repeated, module, std::to_string(i), root);
+          per_copy = modules_ - before;
+          continue;
+        }
+        // The same subtree at every index: a copy of the first, renamed.
+        modules_ += per_copy;
+        if (modules_ > kMaxModules) too_many_modules();
+        module->children.push_back(module->children.front());
+        module->children.back().name = std::to_string(i);
       }
       layer_ = outer;
+      outer_layer_ = outer_outer;
       return;
     }
     module->children.reserve(node.children.size());
     for (const CompiledNode& child : node.children) expand(child, module, "", root);
+  }
+
+  [[noreturn]] void too_many_modules() const {
+    throw InvalidArgument(what_ + " (" + architecture_ + "): more than " +
+                          std::to_string(kMaxModules) + " modules; check the config's sizes");
   }
 
   // The module an activation name builds (ACT2CLS), refused naming the accepted ones.
@@ -486,13 +605,15 @@ class Evaluation {
     return out;
   }
 
+  const CompiledDescriptor& compiled_;
   const Json& descriptor_;
   const CompiledNode& tree_;
   const std::string& what_;
   const std::string architecture_;
   Json space_ = Json::object();
   std::unordered_map<std::string, const Json*> index_;  // space_'s values by name, as read
-  std::optional<Json> layer_;
+  std::optional<Json> layer_;        // `i`: the index of the innermost repeat being expanded
+  std::optional<Json> outer_layer_;  // `j`: the index of the repeat around it
   DType dtype_ = DType::kFloat32;
   size_t modules_ = 0;
   std::string path_;
@@ -593,6 +714,8 @@ const CompiledDescriptor& compiled_descriptor(const EmbeddedDescriptor& entry) {
     compiled->descriptor =
         parse_json(entry.text, std::string("the descriptor of ") + entry.model_type, {});
     compiled->tree = compile(compiled->descriptor.at("tree"), compiled->slots);
+    parse_all(compiled->tree, compiled->parsed);
+    compiled->fill_order = fill_order(compiled->descriptor.at("derived"));
     slot = std::move(compiled);
   }
   return *slot;
