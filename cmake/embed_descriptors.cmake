@@ -12,6 +12,14 @@ foreach(file IN LISTS files)
   if(NOT declared STREQUAL model_type)
     message(FATAL_ERROR "${file} declares model_type '${declared}'; the file is named for it")
   endif()
+  # The indentation out (JSON strings hold no raw newline, so no value changes): compilers
+  # need not take string literals over 65536 bytes, and the largest file is 70 KB indented.
+  string(REGEX REPLACE "\n *" "" text "${text}")
+  string(LENGTH "${text}" length)
+  if(length GREATER 65000)
+    message(FATAL_ERROR "${file} is ${length} bytes without its indentation; at most 65000 "
+                        "embed as one string literal")
+  endif()
   string(FIND "${text}" ")embedded\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${file} holds the raw-string delimiter )embedded\"")
