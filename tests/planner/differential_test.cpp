@@ -370,6 +370,7 @@ constexpr const char* kDescribedArchitectures[] = {
     "olmo2",       "cohere",      "cohere2", "granite",     "granitemoe", "stablelm",
     "mamba",       "jamba",       "glm4",    "glm4_moe",    "ernie4_5",   "smollm3",
     "bert",        "gemma3_text", "olmo3",   "llama4_text", "falcon",     "qwen3_next",
+    "mamba2",      "falcon_h1",   "gemma3",  "t5",
 };
 
 // Architectures as data (core/src/model/architectures/): for every architecture with a
