@@ -179,7 +179,7 @@ struct CompiledDescriptor {
   Json descriptor;
   CompiledNode tree;
   size_t slots = 0;
-  std::map<const Json*, Expression> parsed;  // every expression of the tree, parsed once
+  std::map<const Json*, Expression> parsed;  // every expression, parsed once, by its text
   std::vector<std::string> fill_order;       // the derived rules, each after those it reads
 };
 
@@ -211,26 +211,45 @@ std::vector<std::string> fill_order(const Json& derived) {
   return order;
 }
 
+void parse_into(const Json* text, std::map<const Json*, Expression>& parsed) {
+  if (text != nullptr && parsed.count(text) == 0) {
+    parsed.emplace(text, Expression::parse(text->get<std::string>()));
+  }
+}
+
 // Parses every expression of `node` into `parsed`, keyed by its text in the descriptor.
 void parse_all(const CompiledNode& node, std::map<const Json*, Expression>& parsed) {
-  const auto add = [&parsed](const Slot& slot) {
-    if (slot.text != nullptr && parsed.count(slot.text) == 0) {
-      parsed.emplace(slot.text, Expression::parse(slot.text->get<std::string>()));
-    }
-  };
-  add(node.condition);
-  add(node.activation);
-  add(node.repeat);
+  parse_into(node.condition.text, parsed);
+  parse_into(node.activation.text, parsed);
+  parse_into(node.repeat.text, parsed);
   for (const CompiledTensor& tensor : node.tensors) {
-    add(tensor.condition);
-    for (const Slot& dim : tensor.dims) add(dim);
+    parse_into(tensor.condition.text, parsed);
+    for (const Slot& dim : tensor.dims) parse_into(dim.text, parsed);
   }
   if (node.repeated) parse_all(*node.repeated, parsed);
   for (const auto& [condition, alternative] : node.alternatives) {
-    add(condition);
+    parse_into(condition.text, parsed);
     parse_all(alternative, parsed);
   }
   for (const CompiledNode& child : node.children) parse_all(child, parsed);
+}
+
+// And those outside the tree: the derived rules, the helpers, the hyperparameters and the
+// conditions of listed entries (no-split classes, tied weights, tp plan, fp32 modules).
+void parse_rest(const Json& descriptor, std::map<const Json*, Expression>& parsed) {
+  for (const auto& [name, rule] : descriptor.at("derived").items()) {
+    for (const char* key : {"expr", "per_layer", "layers_where", "count"}) {
+      if (const auto it = rule.find(key); it != rule.end()) parse_into(&*it, parsed);
+    }
+  }
+  for (const auto& [name, let] : descriptor.at("lets").items()) parse_into(&let, parsed);
+  for (const auto& [key, expression] : descriptor.at("hyperparameters").items()) {
+    parse_into(&expression, parsed);
+  }
+  for (const char* key :
+       {"no_split_modules", "tied", "tied_weights_keys", "tp_plan", "keep_in_fp32_modules"}) {
+    for (const Json& entry : descriptor.at(key)) parse_into(condition_of(entry), parsed);
+  }
 }
 
 class Evaluation {
@@ -360,17 +379,8 @@ class Evaluation {
   }
 
  private:
-  // Parsed once per evaluation: a layer's expressions are read again for every layer.
-  const Expression& parsed(const Json& text) {
-    if (const auto compiled = compiled_.parsed.find(&text); compiled != compiled_.parsed.end()) {
-      return compiled->second;
-    }
-    auto it = parsed_.find(&text);
-    if (it == parsed_.end()) {
-      it = parsed_.emplace(&text, Expression::parse(text.get<std::string>())).first;
-    }
-    return it->second;
-  }
+  // Every expression of the descriptor was parsed when it was compiled (parse_all).
+  const Expression& parsed(const Json& text) const { return compiled_.parsed.at(&text); }
 
   Json evaluate(const Json& text) {
     const Expression& expression = parsed(text);
@@ -617,7 +627,6 @@ class Evaluation {
   DType dtype_ = DType::kFloat32;
   size_t modules_ = 0;
   std::string path_;
-  std::map<const Json*, Expression> parsed_;
   std::vector<Json> values_;  // by slot, once known
   std::vector<char> known_;
   Json scratch_;
@@ -715,6 +724,7 @@ const CompiledDescriptor& compiled_descriptor(const EmbeddedDescriptor& entry) {
         parse_json(entry.text, std::string("the descriptor of ") + entry.model_type, {});
     compiled->tree = compile(compiled->descriptor.at("tree"), compiled->slots);
     parse_all(compiled->tree, compiled->parsed);
+    parse_rest(compiled->descriptor, compiled->parsed);
     compiled->fill_order = fill_order(compiled->descriptor.at("derived"));
     slot = std::move(compiled);
   }
