@@ -246,6 +246,16 @@ class Builder:
                 resolved[name] = value
         return tree, resolved, config
 
+    def probe_into(self, out, raw):
+        """Appends (raw, tree, resolved) of config `raw` to `out`: True, or False where
+        transformers refuses it (such a config is not a case)."""
+        try:
+            tree, resolved, _ = self.build(raw)
+        except Exception:
+            return False
+        out.append((raw, tree, resolved))
+        return True
+
     def find_extras(self, base):
         """Attributes the model reads that are no field of the class: set by __post_init__
         (Mamba's intermediate_size = expand * hidden_size, which config.json may also give) or
@@ -300,12 +310,8 @@ class Builder:
                 isinstance(resolved.get(name), int) else variations(name, value, spec)
             built = 0
             for candidate in candidates:
-                raw = dict(base, **{name: candidate})
-                try:
-                    tree, resolved, _ = self.build(raw)
-                except Exception:
+                if not self.probe_into(probes, dict(base, **{name: candidate})):
                     continue
-                probes.append((raw, tree, resolved))
                 built += 1
                 # Integers get three: a multiple and two odd steps, so that a // b * c and
                 # a * c // b, or floor and ceiling division, equal on multiples, come apart;
@@ -321,20 +327,11 @@ class Builder:
                     for key in [sibling(name, k) for k in oracle.LIST_KEYS]:
                         if isinstance(raw.get(key), list):
                             raw[key] = raw[key][:shallow]
-                    try:
-                        tree, resolved, _ = self.build(raw)
-                    except Exception:
-                        continue
-                    probes.append((raw, tree, resolved))
+                    self.probe_into(probes, raw)
             if spec["nullable"] and isinstance(value, int) and not isinstance(value, bool):
                 # `int | None` with a default: None too (DeepSeek's q_lora_rank None: q_proj
                 # instead of the LoRA pair).
-                raw = dict(base, **{name: None})
-                try:
-                    tree, resolved, _ = self.build(raw)
-                    probes.append((raw, tree, resolved))
-                except Exception:
-                    pass
+                self.probe_into(probes, dict(base, **{name: None}))
         # A size the config class refuses to change alone (Mamba-2 checks hidden_size * expand
         # against num_heads * head_dim): doubled with another size doubled too.
         ints = [n for n in self.fields if isinstance(base.get(n), int)
@@ -345,13 +342,9 @@ class Builder:
             for other in ints:
                 if other == name or coupled == 2:
                     continue
-                raw = dict(base, **{name: base[name] * 2, other: base[other] * 2})
-                try:
-                    tree, resolved, _ = self.build(raw)
-                except Exception:
-                    continue
-                probes.append((raw, tree, resolved))
-                coupled += 1
+                doubled = dict(base, **{name: base[name] * 2, other: base[other] * 2})
+                if self.probe_into(probes, doubled):
+                    coupled += 1
         # Each flag flipped with each size changed: what a flag adds (a bias) gets its shapes
         # from probes that move the sizes too, not from the base probe's values alone.
         flags = [n for n, s in self.fields.items() if isinstance(base.get(n), bool)]
@@ -366,20 +359,10 @@ class Builder:
                 adds.add(changed[0])
         for flag in [n for n in flags if n in adds]:
             for raw, _ in sizes:
-                edited = dict(raw, **{flag: not base[flag]})
-                try:
-                    tree, resolved, _ = self.build(edited)
-                except Exception:
-                    continue
-                probes.append((edited, tree, resolved))
+                self.probe_into(probes, dict(raw, **{flag: not base[flag]}))
         # Pairs of flags: conditions of two fields (a bias only with attention_bias and not X).
         for a, b in itertools.combinations(flags, 2):
-            raw = dict(base, **{a: not base[a], b: not base[b]})
-            try:
-                tree, resolved, _ = self.build(raw)
-            except Exception:
-                continue
-            probes.append((raw, tree, resolved))
+            self.probe_into(probes, dict(base, **{a: not base[a], b: not base[b]}))
         return probes
 
 
@@ -1374,12 +1357,7 @@ def crossed_configs(builder, probes):
         for key, value in size_changes(probes).items():
             if key in trigger:
                 continue
-            raw = dict(base, **trigger, **{key: value})
-            try:
-                tree, resolved, _ = builder.build(raw)
-            except Exception:  # a combination transformers refuses: not a case
-                continue
-            out.append((raw, tree, resolved))
+            builder.probe_into(out, dict(base, **trigger, **{key: value}))
     return out
 
 
@@ -1395,13 +1373,9 @@ def drawn_configs(builder, base, plans, tried, rng, most):
             continue
         for _ in range(3):
             chosen = rng.sample(others, min(len(others), rng.randint(*most)))
-            raw = dict(base, **{key: rng.choice(tried[key]) for key in chosen}, **fixed)
-            try:
-                tree, resolved, _ = builder.build(raw)
-            except Exception:  # a combination transformers refuses: not a case
-                continue
-            out.append((raw, tree, resolved))
-            break
+            if builder.probe_into(out, dict(base, **{key: rng.choice(tried[key]) for key in chosen},
+                                            **fixed)):
+                break
     return out
 
 
@@ -1462,11 +1436,7 @@ def literal_guards(builder, probes, descriptor, guarded):
             guarded.add(key)
             for name, value in sizes.items():
                 if raw.get(name) == probes[0][0].get(name):
-                    try:
-                        tree, resolved, _ = builder.build(dict(raw, **{name: value}))
-                    except Exception:
-                        continue
-                    out.append((dict(raw, **{name: value}), tree, resolved))
+                    builder.probe_into(out, dict(raw, **{name: value}))
     return out
 
 
