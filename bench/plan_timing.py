@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Wall time of a whole `hwprobe plan` process: the 80-layer Llama 70B (the hand-written table)
-and Mixtral 8x22B (an architecture descriptor) over eight simulated H100s.
+"""Wall time of a whole `hwprobe plan` process: the 80-layer Llama 70B and Mixtral 8x22B, each
+described by its architecture descriptor, over eight simulated H100s.
 
 Goal: under 50 ms (process start, plugin loading, config parsing, planning, JSON out). Prints the
 median, min and max of RUNS interleaved runs after 3 warm-ups; exits 0 when the median meets the
@@ -20,10 +20,9 @@ GOAL_MS = 50.0
 here = os.path.dirname(os.path.abspath(__file__))
 hwprobe = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "build", "bin", "hwprobe")
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 30
-# The Llama 70B goes through the hand-written table, Mixtral 8x22B (141B) through its
-# architecture descriptor (core/src/model/architectures/mixtral.json).
-MODELS = [("70B Llama, table", "llama-70b-config.json"),
-          ("8x22B Mixtral, descriptor", "mixtral-8x22b-config.json")]
+# Both through their architecture descriptors (core/src/model/architectures/).
+MODELS = [("70B Llama", "llama-70b-config.json"),
+          ("8x22B Mixtral (141B)", "mixtral-8x22b-config.json")]
 
 
 def command(config):

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,14 +56,21 @@ TEST(ThreadPool, WhenEveryItemThrowsTheCallerGetsOneOfThem) {
 TEST(ThreadPool, TheItemsAfterAFailureAreNotRun) {
   ThreadPool pool(2);
   std::atomic<int64_t> ran{0};
-  EXPECT_THROW(pool.parallel_for(kItems, 0,
+  // Each other item takes 20 us, so that the range outlasts any descheduling of the failing
+  // worker on a loaded machine (2 s in all): the pool stops long before.
+  constexpr int64_t kSlowItems = 100000;
+  EXPECT_THROW(pool.parallel_for(kSlowItems, 0,
                                  [&](int64_t item, int) {
                                    ran.fetch_add(1);
                                    if (item == 0) throw std::runtime_error("first");
+                                   const auto until = std::chrono::steady_clock::now() +
+                                                      std::chrono::microseconds(20);
+                                   while (std::chrono::steady_clock::now() < until) {
+                                   }
                                  }),
                std::runtime_error);
-  // Item 0 fails first; the other worker may have claimed a few more, not the whole range.
-  EXPECT_LT(ran.load(), kItems);
+  // Item 0 fails first; the other worker may have claimed some more, not the whole range.
+  EXPECT_LT(ran.load(), kSlowItems);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -443,6 +444,99 @@ TEST(DeviceMapDifferential, FromConfigsThroughDescriptors) {
             << " architectures (the causal LMs and T5) equal to transformers over " << configs
             << " configs; " << outcome.compared << " plans from config.json alone, "
             << outcome.mismatches.size() << " differ\n";
+}
+
+// Configs transformers refuses that a descriptor plans all the same. Exactly these: a new one
+// fails, and so does one that no longer happens.
+const std::set<std::string> kKnownAccepted = {
+    // The descriptor's derived mlp_layer_types has num_hidden_layers entries; transformers'
+    // ["dense"] * k + ["sparse"] * (n - k) has n + 1 for k = -1.
+    R"(deepseek_v32 {"first_k_dense_replace":-1})",
+    R"(glm_moe_dsa {"first_k_dense_replace":-1})",
+    // A null head_dim the class fills in (hidden_size // num_attention_heads, odd here): the
+    // generator learns fill-ins only for fields whose default is the null.
+    R"(seed_oss {"head_dim":null})",
+};
+
+// Whether `message` names a key `config` changes (`hidden_size`, text_config.hidden_size).
+bool names_a_changed_key(const std::string& message, const json& config) {
+  for (const auto& [key, value] : config.items()) {
+    if (message.find(key) != std::string::npos) return true;
+    if (value.is_object() && names_a_changed_key(message, value)) return true;
+  }
+  return false;
+}
+
+// What transformers refuses, refused too: configs near each described architecture's class
+// defaults that a config validator (or nn.Embedding, when the model is built) refuses. Each is
+// refused in transformers' words, or in other words that name the changed key (a layer count
+// of -1 is refused before its validator is reached), or is accepted under a validator the
+// description says it does not apply.
+TEST(DeviceMapDifferential, RefusalsThroughDescriptors) {
+  const json data = read_oracle("BACKPLANE_ARCHITECTURE_ORACLE");
+  int same_words = 0, other_words = 0, unchecked = 0, architectures = 0;
+  std::vector<std::string> wrong;
+  std::set<std::string> known_seen;
+  for (const auto& [id, model] : data.at("models").items()) {
+    if (!model.contains("refusals")) continue;
+    std::vector<std::string> not_applied;
+    try {
+      not_applied = backplane::model_from_config_json(json{{"model_type", id}}.dump()).unchecked;
+    } catch (const backplane::InvalidArgument& e) {
+      // An oracle older than the descriptors: an architecture no longer described.
+      ADD_FAILURE() << id << ": " << e.what();
+      continue;
+    }
+    ++architectures;
+    for (const json& refusal : model.at("refusals")) {
+      json config = refusal.at("config");
+      config["model_type"] = id;
+      const std::string label = id + " " + refusal.at("config").dump();
+      const std::string expected = refusal.at("error").get<std::string>();
+      const std::string validator = refusal.at("validator").get<std::string>();
+      const bool validator_not_applied =
+          std::any_of(not_applied.begin(), not_applied.end(), [&](const std::string& by) {
+            return by.size() > validator.size() &&
+                   by.compare(by.size() - validator.size(), validator.size(), validator) == 0;
+          });
+      try {
+        backplane::model_from_config_json(config.dump());
+        if (validator_not_applied) {
+          ++unchecked;
+        } else if (kKnownAccepted.count(label)) {
+          known_seen.insert(label);
+        } else {
+          wrong.push_back(label + ": accepted; transformers (" + validator + "): " + expected);
+        }
+      } catch (const backplane::InvalidArgument& e) {
+        const std::string ours = e.what();
+        // Where the validator's own condition fails in Python (None * 2), the refusal names
+        // the validator instead of Python's TypeError.
+        if (ours.find(expected) != std::string::npos ||
+            (refusal.at("raised_by_python").get<bool>() &&
+             ours.find(validator) != std::string::npos)) {
+          ++same_words;
+        } else if (names_a_changed_key(ours, refusal.at("config")) || validator_not_applied) {
+          ++other_words;
+        } else {
+          wrong.push_back(label + ": refused as \"" + ours + "\"; transformers: " + expected);
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < wrong.size() && i < 25; ++i) ADD_FAILURE() << wrong[i];
+  EXPECT_EQ(wrong.size(), 0u);
+  for (const std::string& label : kKnownAccepted) {
+    EXPECT_EQ(known_seen.count(label), 1u) << label << " is no longer accepted: drop it";
+  }
+  EXPECT_GE(same_words, 300);
+  EXPECT_LE(other_words, same_words / 10);
+  std::cout << "[ planner  ] refusals over " << architectures
+            << " described architectures: " << same_words
+            << " configs transformers refuses, refused in its words, " << other_words
+            << " in other words naming the key, " << unchecked
+            << " accepted under a validator the description names as not applied, "
+            << known_seen.size() << " known to be accepted\n";
 }
 
 }  // namespace

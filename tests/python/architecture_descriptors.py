@@ -84,6 +84,7 @@ class SearchTimeout(BaseException):
 
 sys.path.insert(0, HERE)
 import architecture_oracle as oracle  # noqa: E402  (its tool loading and edge configs)
+import config_checks  # noqa: E402  (the config class's validators as checks)
 
 TOOLMOD = oracle.load_tool()
 BASE_FIELDS = {f.name for f in dataclasses.fields(PreTrainedConfig)}
@@ -400,7 +401,8 @@ def evaluate(expression, namespace):
     code = _compiled.get(expression)
     if code is None:
         code = _compiled[expression] = compile(expression, "<descriptor>", "eval")
-    functions = {"__builtins__": {}}
+    functions = {"__builtins__": {}, "len": len, "int": int, "of_kind": config_checks.of_kind,
+                 "all_of_kind": config_checks.all_of_kind}
     if "rope(" in expression or "rotary(" in expression:
         functions["rope"] = lambda dim: rope_length(dim, namespace, False)
         functions["rotary"] = lambda dim: rope_length(dim, namespace, True)
@@ -553,6 +555,10 @@ def atoms(namespaces, with_layer):
                 out += [f"i in {k}", f"i not in {k}"]
                 if seen <= {0, 1}:  # a flag per layer (Llama 4's no_rope_layers)
                     out += [f"{k}[i] == 1", f"{k}[i] == 0"]
+    if with_layer:
+        # The index itself first: of atoms true on the same probed layers, the first listed
+        # stays (T5's self-attention sublayer is `i == 0`, not `i % d_ff == 0`).
+        out = ["i == 0", "i > 0"] + out
     if with_layer and "j" in keys:
         out += ["j == 0", "j > 0"]
     if with_layer:
@@ -957,7 +963,109 @@ def synthesize(model_type, builder, probes):
     }
     if builder.subs:
         descriptor["sub_configs"] = sorted(builder.subs)  # config.json nests their fields
+    add_checks(descriptor, builder)
     return descriptor
+
+
+def add_checks(descriptor, builder):
+    """The config class's validators as `checks` (those that cannot be written so as
+    `unchecked`), last in the descriptor; then each checked against transformers on configs
+    its validators refuse (config_checks.refusals) and on the class defaults."""
+    for key in ("checks", "unchecked"):
+        descriptor.pop(key, None)
+    checks, unchecked = config_checks.config_checks(builder.config_class, descriptor["fields"],
+                                                    descriptor["aliases"], builder.subs)
+    for entry in checks:
+        if entry.get("standard") == "rope":
+            rope_head_dim(entry, descriptor, builder)
+    descriptor["checks"] = checks + padding_checks(descriptor, builder)
+    if unchecked:
+        descriptor["unchecked"] = unchecked
+    defaults = refused_by_checks(descriptor, {})
+    if defaults is not None:
+        raise Unsupported(f"the checks refuse the class defaults: {defaults}")
+    for case in config_checks.refusals(builder.config_class):
+        by = case["validator"]
+        if any(entry["by"].endswith("." + by) for entry in unchecked):
+            continue  # not written as a check: the C++ side says it is not checked
+        if any(entry["by"].endswith("." + by) and "standard" in entry for entry in checks):
+            continue  # implemented by the C++ side, compared by the differential test
+        got = refused_by_checks(descriptor, case["config"])
+        if got != case["error"] and not (got is not None and case["raised_by_python"]):
+            raise Unsupported(f"the checks give {got!r} for {case['config']}, transformers "
+                              f"{case['error']!r}")
+
+
+def rope_head_dim(entry, descriptor, builder):
+    """validate_rope reads getattr(config, "head_dim", None): where that is no field of the
+    class but an attribute it sets or a property (Falcon's hidden_size // num_heads), the
+    expression for it, the hyperparameter the tree reports, checked on the class defaults."""
+    prefix = entry["of"] + SEP if "of" in entry else ""
+    if prefix + "head_dim" in descriptor["fields"]:
+        return
+    config = builder.config_class()
+    if prefix:
+        config = getattr(config, entry["of"])
+    value = getattr(config, "head_dim", None)
+    if value is None:
+        return
+    expression = descriptor["hyperparameters"].get("head_dim")
+    if prefix or expression is None or evaluate(expression, resolve(descriptor, {})) != value:
+        raise Unsupported(f"validate_rope reads head_dim = {value}, which no field or "
+                          "hyperparameter of the descriptor gives")
+    entry["head_dim"] = expression
+
+
+def padding_checks(descriptor, builder):
+    """nn.Embedding's own refusal, made when the model is built: a padding_idx (the config's
+    pad_token_id) outside the embedding. One check per embedding built with it, its size the
+    descriptor's expression for the embedding's rows."""
+    if "pad_token_id" not in descriptor["fields"]:
+        return []
+    try:
+        config = builder.config_class.from_dict(dict(builder.nested({"pad_token_id": 0}),
+                                                     model_type=builder.model_type))
+        with torch.device("meta"):
+            model = builder.auto.from_config(config, dtype=torch.float32)
+    except Exception:
+        return []
+    checks = []
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Embedding) or module.padding_idx != 0:
+            continue
+        node = descriptor["tree"]
+        for part in name.split("."):
+            node = next((c for c in node.get("children", []) if c["name"] == part), None)
+            if node is None:
+                break
+        weight = node and next((t for t in node.get("tensors", []) if t["name"] == "weight"), None)
+        if weight is None:
+            raise Unsupported(f"{name} pads with pad_token_id but the descriptor has no rows for it")
+        rows = weight["shape"][0]
+        entry = {"if": f"(pad_token_id is not None) and (pad_token_id >= {rows} or pad_token_id < -({rows}))",
+                 "error": "Padding_idx must be within num_embeddings", "by": f"nn.Embedding of {name}"}
+        if entry["if"] not in [c["if"] for c in checks]:
+            checks.append(entry)
+    return checks
+
+
+def refused_by_checks(descriptor, raw):
+    """The message of the first own check refusing config.json `raw` (its standard checks are
+    the C++ side's), or None."""
+    try:
+        space = resolve(descriptor, raw)
+    except Exception:  # a derived rule Python cannot evaluate on this config
+        return None
+    for entry in descriptor["checks"]:
+        if "standard" in entry:
+            continue
+        try:
+            if not evaluate(entry["if"], space):
+                continue
+        except Exception as e:  # the validator raises on these values too
+            return f"{type(e).__name__}: {e}"
+        return config_checks.format_message(entry["error"], lambda hole: evaluate(hole, space))
+    return None
 
 
 def listed_pairs(probes, spaces):
@@ -1349,10 +1457,34 @@ def size_changes(probes):
     return out
 
 
-def crossed_configs(builder, probes):
-    """Each trigger with each size change: the shapes of what a trigger brings."""
-    base = probes[0][0]
+def list_variations(builder, probes):
+    """Each list field the config holds (given or filled in: layers_block_type, per-layer rope
+    thetas) one entry longer, one shorter, and with its entries varied (numbers doubled at odd
+    places, 0/1 flags flipped there, strings shifted by one place): a tree that counts a list's entries or its distinct
+    values is seen to change (Nemotron-H's layers are its block types; Granite-SWA has one
+    rotary embedding per distinct theta)."""
+    base, resolved = probes[0][0], probes[0][2]
     out = []
+    for key, value in sorted(resolved.items()):
+        if SEP in key or not isinstance(value, list) or not value or key not in builder.fields:
+            continue
+        flags = all(v in (0, 1) and not isinstance(v, bool) for v in value)  # no_rope_layers
+        varied = [(1 - v if flags else v * 2)
+                  if isinstance(v, (int, float)) and not isinstance(v, bool) and k % 2 else v
+                  for k, v in enumerate(value)]
+        if all(isinstance(v, str) for v in value):
+            varied = value[1:] + value[:1]
+        for changed in (value + value[-1:], value[:-1], varied):
+            if changed != value:
+                builder.probe_into(out, dict(base, **{key: changed}))
+    return out
+
+
+def crossed_configs(builder, probes):
+    """Each trigger with each size change: the shapes of what a trigger brings; and the list
+    fields varied (list_variations)."""
+    base = probes[0][0]
+    out = list_variations(builder, probes)
     for trigger in triggers_of(probes):
         for key, value in size_changes(probes).items():
             if key in trigger:
@@ -1483,11 +1615,42 @@ def probe_label(raw, base):
     return ", ".join(changed) or "class defaults"
 
 
+def refresh_checks(folder, wanted):
+    """--checks: the checks of descriptors already in `folder` written again (the rest of each
+    file as it is), as a full run writes them."""
+    for model_type in wanted:
+        path = os.path.join(folder, model_type + ".json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            descriptor = json.load(f)
+        try:
+            add_checks(descriptor, Builder(model_type))
+        except Unsupported as e:
+            print(f"{model_type}: checks not written: {e}", flush=True)
+            continue
+        write_descriptor(path, descriptor)
+        own = sum("standard" not in entry for entry in descriptor["checks"])
+        print(f"{model_type}: {own} checks, {len(descriptor.get('unchecked', []))} unchecked",
+              flush=True)
+
+
+def write_descriptor(path, descriptor):
+    with open(path, "w") as f:
+        # float("inf") as transformers writes it ({"__float__": "Infinity"}): JSON has none.
+        json.dump(PreTrainedConfig._encode_special_floats(descriptor), f, indent=1,
+                  sort_keys=False, allow_nan=False)
+        f.write("\n")
+
+
 def main():
-    out_dir = sys.argv[1]
-    wanted = sys.argv[2:] or oracle.model_types()
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
+    if sys.argv[1] == "--checks":
+        refresh_checks(sys.argv[2], sys.argv[3:] or oracle.model_types())
+        return
+    out_dir = sys.argv[1]
+    wanted = sys.argv[2:] or oracle.model_types()
     os.makedirs(out_dir, exist_ok=True)
     passed = 0
     import signal
@@ -1518,11 +1681,7 @@ def main():
             print(f"{model_type}: not written: {type(e).__name__}: {str(e)[:160]} "
                   f"({os.path.basename(where.filename)}:{where.lineno})", flush=True)
             continue
-        with open(os.path.join(out_dir, model_type + ".json"), "w") as f:
-            # float("inf") as transformers writes it ({"__float__": "Infinity"}): JSON has none.
-            json.dump(PreTrainedConfig._encode_special_floats(descriptor), f, indent=1,
-                      sort_keys=False, allow_nan=False)
-            f.write("\n")
+        write_descriptor(os.path.join(out_dir, model_type + ".json"), descriptor)
         passed += 1
         print(f"{model_type}: ok ({len(probes)} probes, {joint} held-out configs, "
               f"{time.time() - started:.1f} s)", flush=True)

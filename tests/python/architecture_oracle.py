@@ -7,9 +7,14 @@ from_pretrained's planning (transformers.integrations.accelerate._get_device_map
 each strategy over budgets that split the model across 2-4 GPUs with cpu and disk offload.
 
 Writes {"models": {model_type: {"tree": <the tree file's JSON>, "model_size": N,
-                                "configs": [{"label", "config": <config.json>, "tree"}]}},
+                                "configs": [{"label", "config": <config.json>, "tree"}],
+                                "refusals": [{"config", "error", "validator",
+                                              "raised_by_python"}]}},
         "cases": [...as device_map_oracle.py writes them...],
         "refused": {model_type: "why transformers could not build it"}}.
+"refusals" (for the architectures core/src/model/architectures/ describes): configs near the
+class defaults that transformers refuses, by a config validator (config_checks.refusals) or
+when building the model (a pad_token_id outside the embedding), with its message.
 Deterministic. Usage: architecture_oracle.py OUT.json
 """
 
@@ -30,11 +35,16 @@ TOOL = os.path.join(ROOT, "tools", "export-module-tree", "export-module-tree")
 sys.path.insert(0, HERE)
 import oracle_stamp  # noqa: E402
 
-STAMPED = [__file__, TOOL, os.path.join(HERE, "device_map_oracle.py"), oracle_stamp.__file__]
+DESCRIBED = os.path.join(ROOT, "core", "src", "model", "architectures")
+# The descriptors too: which architectures get refusals follows them.
+STAMPED = [__file__, TOOL, os.path.join(HERE, "device_map_oracle.py"), oracle_stamp.__file__,
+           os.path.join(HERE, "config_checks.py")] + sorted(
+    os.path.join(DESCRIBED, name) for name in os.listdir(DESCRIBED) if name.endswith(".json"))
 if __name__ == "__main__" and len(sys.argv) == 2:
     oracle_stamp.exit_if_current(sys.argv[1], STAMPED)  # up to date: nothing to do
 
 sys.path.insert(0, HERE)
+import config_checks  # noqa: E402  (configs near the defaults that validators refuse)
 import device_map_oracle as dmo  # noqa: E402  (its budget and simulation helpers)
 import torch  # noqa: E402
 from transformers import CONFIG_MAPPING, PreTrainedConfig  # noqa: E402
@@ -167,6 +177,27 @@ def config_variants(config, tool, model_type):
     return built
 
 
+def build_refusals(model_type, config):
+    """Configs transformers accepts but cannot build a model of: a pad_token_id one past either
+    end of the vocabulary (nn.Embedding's padding_idx)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    vocab = getattr(text, "vocab_size", None)
+    if not isinstance(vocab, int) or "pad_token_id" not in type(config).__dataclass_fields__:
+        return []
+    _, auto = auto_class(model_type)
+    out = []
+    for pad in (vocab, -vocab - 1):
+        raw = {"pad_token_id": pad}
+        try:
+            edited = CONFIG_MAPPING[model_type](**raw)
+            with torch.device("meta"):
+                auto.from_config(edited, dtype=torch.float32)
+        except Exception as e:
+            out.append({"config": raw, "error": str(e), "validator": "build",
+                        "raised_by_python": False})
+    return out
+
+
 def main():
     out_path = sys.argv[1]
     logging.disable(logging.WARNING)
@@ -207,6 +238,9 @@ def main():
             refused[model_type] = "no parameters"
             continue
         models[model_type] = {"tree": tree, "model_size": size, "configs": configs}
+        if os.path.exists(os.path.join(DESCRIBED, model_type + ".json")):
+            models[model_type]["refusals"] = (config_checks.refusals(CONFIG_MAPPING[model_type])
+                                              + build_refusals(model_type, config))
         s = size
         block = max((v for k, v in sizes.items() if k.count(".") == 2 and k.split(".")[-1].isdigit()),
                     default=s // 8)

@@ -43,6 +43,7 @@ void add_model_facts(OrderedJson& out, const backplane::ModelDescription& model,
   out["model_type"] = model.model_type;
   out["exact"] = model.approximate_because.empty();
   out["approximate_because"] = model.approximate_because;
+  if (!model.unchecked.empty()) out["unchecked_validators"] = model.unchecked;
 }
 
 // One line naming the snapshot a Hub id resolved to, so the user sees which files were read.
@@ -366,6 +367,11 @@ int run_plan(const std::vector<std::string>& args) {
     std::cerr << "hwprobe: warning: this plan is approximate, transformers' own may differ:" << why
               << "\n  (tools/export-module-tree MODEL -o tree.json, then --tree tree.json, is "
                  "exact)\n";
+  }
+  for (const std::string& validator : model.unchecked) {
+    std::cerr << "hwprobe: warning: " << validator
+              << " is not applied to this config here: a config it refuses is planned "
+                 "all the same\n";
   }
   if (device_map.empty()) {
     // from_pretrained(dtype=...) builds the parameters in that dtype.

@@ -90,6 +90,10 @@ struct ModelDescription {
   // Why the tree is not exactly transformers' (one sentence each); empty when it is: a config of
   // an architecture described here, or a tree file of transformers' own build.
   std::vector<std::string> approximate_because;
+  // Config validators of transformers' config class that this description did not apply
+  // ("transformers' Phi3Config.validate_rope"): the tree is exact for a config they accept,
+  // but one they refuse is described all the same. Empty for most architectures.
+  std::vector<std::string> unchecked;
 };
 
 // A module and its fully qualified name ("model.layers.0.mlp"; "" for the root), in the order
@@ -103,11 +107,10 @@ BACKPLANE_API std::vector<NamedModule> named_modules(const Module& root);
 // The module with that fully qualified name ("" is the root), or nullptr.
 BACKPLANE_API const Module* find_module(const Module& root, std::string_view qualified_name);
 
-// The architectures model_from_config knows: LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM (a hand-written table with transformers' own config
-// checks), then one class per architecture descriptor (core/src/model/architectures/: GPT-2,
-// Mixtral, DeepSeek-V3, gpt-oss, ...; written by tests/python/architecture_descriptors.py from
-// transformers 5.24 and compared with it by the differential test).
+// The architectures model_from_config knows: one class per architecture descriptor
+// (core/src/model/architectures/: Llama, GPT-2, Mixtral, DeepSeek-V3, gpt-oss, ...; written by
+// tests/python/architecture_descriptors.py from transformers 5.24, its config classes' checks
+// included, and compared with it by the differential test).
 BACKPLANE_API std::vector<std::string> supported_architectures();
 
 // The model AutoModelForCausalLM builds from this config.json in transformers 5.24: the same
@@ -117,32 +120,28 @@ BACKPLANE_API std::vector<std::string> supported_architectures();
 //   present, must be the matching class. Without model_type, architectures[0] chooses. An
 //   architecture no descriptor has is refused naming the nearest described ones and
 //   tools/export-module-tree (its tree file plans any architecture: model_from_tree).
-// - A descriptor's architecture: keys are typed as its config class types them (an int field
-//   given 0.5 or null is refused, naming the key and the architecture), aliases of the class's
-//   attribute_map are followed, and fields the class fills in (head_dim from hidden_size //
-//   num_attention_heads) are filled in alike. The limits below are the table's; a descriptor's
-//   sizes are bounded by the module count (2^20) and shapes (2^40 per axis) they make.
-// Below: the table's four architectures.
-// - Missing keys take the defaults of the transformers config class (LlamaConfig: vocab 32000,
-//   hidden 4096, ...; Qwen2Config's num_key_value_heads is 32, not num_attention_heads).
-//   head_dim: explicit, else hidden_size / num_attention_heads.
+// - Keys are typed as the architecture's config class types them (an int field given 0.5 or
+//   null is refused, naming the key and the architecture), aliases of the class's
+//   attribute_map are followed, missing keys take the class's defaults, and fields the class
+//   fills in (head_dim from hidden_size // num_attention_heads, layer_types from a period) are
+//   filled in alike; legacy layer type names ("attention", "mamba") are renamed as
+//   PreTrainedConfig does.
+// - What transformers refuses is refused, in its words and naming the validator: the config
+//   class's own validators (LlamaConfig.validate_architecture: "The hidden size (100) is not a
+//   multiple of the number of attention heads (3)."), PreTrainedConfig.validate_layer_type,
+//   validate_rope (an odd fully rotated head over 4, a rope type missing its required keys),
+//   and nn.Embedding's padding_idx outside the vocabulary. A validator the descriptor could not
+//   write down is listed in `unchecked` instead. What transformers builds is described even
+//   where it looks wrong (Mistral with 32 query heads over 5 key/value heads).
 // - dtype: `dtype`, else `torch_dtype`; it must be float16, bfloat16, float32 or float64 (what
 //   torch can build a model in). Without one the parameters are float32, as from_config builds
 //   them (from_pretrained would read the weights' dtype: model_from_safetensors does).
-//   rotary_emb's non-persistent inv_freq and original_inv_freq buffers are always float32.
-// - Types are checked as transformers' strict config classes do: sizes are JSON integers
-//   (not 4096.0, not true), flags are JSON booleans.
 // - Refused with InvalidArgument, naming the key and what is accepted: a file over 16 MiB or
-//   nested deeper than 64; invalid JSON; an unknown architecture (naming the supported ones);
-//   sizes < 1 or absurd (vocab_size over 2^24, hidden_size over 2^20, intermediate_size or
-//   num_attention_heads x head_dim over 2^22, head counts or head_dim over 2^16,
-//   num_hidden_layers over 4096: every size then fits int64_t); hidden_size not a multiple of
-//   num_attention_heads where transformers refuses it (Llama) or where head_dim is derived
-//   from it; num_attention_heads not a multiple of num_key_value_heads (attention would fail);
-//   an odd rotary dimension above 4, an unknown rope_type or one missing its required keys,
-//   layer_types of the wrong length or kind, a pad_token_id outside [-vocab_size,
-//   vocab_size), an unknown hidden_act, a quantization_config (transformers would swap the
-//   Linear layers for the quantizer's own; model_from_safetensors describes such weights).
+//   nested deeper than 64; invalid JSON; an unknown architecture (naming the nearest described
+//   ones); a shape axis below 0 or over 2^40, a repeat over 2^16 or over 2^20 modules in all
+//   (naming the tensor and the expression that sizes it); an unknown hidden_act; a
+//   quantization_config (transformers would swap the Linear layers for the quantizer's own;
+//   model_from_safetensors describes such weights).
 BACKPLANE_API ModelDescription model_from_config(const std::filesystem::path& config_json);
 BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 

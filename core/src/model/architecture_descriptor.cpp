@@ -13,8 +13,10 @@
 #include "activation.hpp"
 #include "architecture_descriptors_data.hpp"  // generated: kArchitectureDescriptors
 #include "config_loader.hpp"
+#include "config_rules_data.hpp"  // generated: kConfigRulesJson
 #include "descriptor_expression.hpp"
 #include "json_input.hpp"
+#include "rope.hpp"
 
 namespace backplane::model_detail {
 namespace {
@@ -26,6 +28,13 @@ std::vector<std::string> names_in(const std::string& text);
 constexpr int64_t kMaxRepeat = int64_t{1} << 16;     // layers or experts of one container
 constexpr size_t kMaxModules = size_t{1} << 20;      // of one model
 constexpr int64_t kMaxDimension = int64_t{1} << 40;  // one tensor axis
+
+// config_rules.json: what PreTrainedConfig does for every class (written from transformers by
+// tests/python/config_checks.py).
+const Json& config_rules() {
+  static const Json rules = Json::parse(kConfigRulesJson);
+  return rules;
+}
 
 std::string quoted(const std::string& name) {
   return "`" + name + "`";
@@ -175,12 +184,77 @@ CompiledNode compile_node(const Json& node, size_t& slots) {
   return out;
 }
 
+// One of the config class's validators (`checks`): a condition under which the config is
+// refused and transformers' message, its `{expression}` holes parsed; or one the C++ side
+// implements (`standard`: PreTrainedConfig.validate_layer_type, validate_rope).
+struct CompiledCheck {
+  std::string by;        // "LlamaConfig.validate_architecture"
+  std::string prefix;    // a sub-config's fields: "text_config__"; else empty
+  std::string standard;  // "layer_types", "rope", or empty
+  std::optional<Expression> condition;
+  std::vector<std::pair<std::string, std::optional<Expression>>> message;  // text, or a hole
+  std::optional<Expression> head_dim;  // rope: the config's head_dim where it is no field
+};
+
+// "The hidden size ({hidden_size}) is ..." -> its pieces; {{ and }} are braces.
+std::vector<std::pair<std::string, std::optional<Expression>>> message_pieces(
+    const std::string& text) {
+  std::vector<std::pair<std::string, std::optional<Expression>>> pieces;
+  std::string literal;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((text[i] == '{' || text[i] == '}') && i + 1 < text.size() && text[i + 1] == text[i]) {
+      literal += text[i++];
+    } else if (text[i] == '{') {
+      const size_t end = text.find('}', i);
+      if (end == std::string::npos) throw InvalidArgument("a message hole does not end: " + text);
+      pieces.emplace_back(std::move(literal), std::nullopt);
+      literal.clear();
+      pieces.emplace_back("", Expression::parse(text.substr(i + 1, end - i - 1)));
+      i = end;
+    } else {
+      literal += text[i];
+    }
+  }
+  pieces.emplace_back(std::move(literal), std::nullopt);
+  return pieces;
+}
+
+std::vector<CompiledCheck> compile_checks(const Json& descriptor) {
+  std::vector<CompiledCheck> checks;
+  const auto entries = descriptor.find("checks");
+  if (entries == descriptor.end()) return checks;
+  for (const Json& entry : *entries) {
+    CompiledCheck check;
+    check.by = entry.at("by").get<std::string>();
+    if (const auto of = entry.find("of"); of != entry.end()) {
+      check.prefix = of->get<std::string>() + "__";
+    }
+    if (const auto standard = entry.find("standard"); standard != entry.end()) {
+      check.standard = standard->get<std::string>();
+      if (const auto head_dim = entry.find("head_dim"); head_dim != entry.end()) {
+        check.head_dim = Expression::parse(head_dim->get<std::string>());
+      }
+      if (check.standard != "layer_types" && check.standard != "rope") {
+        throw InvalidArgument("a check of " + check.by + " is the standard '" + check.standard +
+                              "', which this backplane does not know");
+      }
+    } else {
+      check.condition = Expression::parse(entry.at("if").get<std::string>());
+      check.message = message_pieces(entry.at("error").get<std::string>());
+    }
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
 struct CompiledDescriptor {
   Json descriptor;
   CompiledNode tree;
   size_t slots = 0;
   std::map<const Json*, Expression> parsed;  // every expression, parsed once, by its text
   std::vector<std::string> fill_order;       // the derived rules, each after those it reads
+  std::vector<CompiledCheck> checks;
+  std::vector<std::string> unchecked;  // validators the descriptor could not write as checks
 };
 
 // The derived rules in an order where each comes after the rules filling in what it reads
@@ -297,6 +371,39 @@ class Evaluation {
       }
       index_.clear();  // a name read before this rule filled it in would keep its old place
     }
+    rename_layer_types();
+  }
+
+  // PreTrainedConfig.__post_init__'s remap_legacy_layer_types: the old names of layer types
+  // ("mamba", "attention") read as today's, in layer_types and mtp_layer_types.
+  void rename_layer_types() {
+    const Json& renames = config_rules().at("layer_type_renames");
+    for (const Json& key : config_rules().at("renamed_layer_lists")) {
+      const Json* list = value_of(key.get<std::string>());
+      if (list == nullptr || !list->is_array()) continue;
+      Json renamed = *list;
+      for (Json& entry : renamed) {
+        if (!entry.is_string()) continue;
+        if (const auto to = renames.find(entry.get<std::string>()); to != renames.end())
+          entry = *to;
+      }
+      if (renamed != *list) space_[key.get<std::string>()] = std::move(renamed);
+    }
+    index_.clear();
+  }
+
+  // The config class's validators (`checks`), over the config as resolve() made it: the first
+  // that refuses it throws, in transformers' words.
+  void check() {
+    for (const CompiledCheck& check : compiled_.checks) {
+      if (check.standard == "layer_types") {
+        check_layer_types(check);
+      } else if (check.standard == "rope") {
+        check_rope(check);
+      } else {
+        check_own(check);
+      }
+    }
   }
 
   // config.json's `key` (`shown` in errors: text_config.hidden_size) set to `value`.
@@ -311,7 +418,13 @@ class Evaluation {
   // period), or the indices of the layers a condition holds for ("layers_where": Llama 4's
   // moe_layers).
   Json per_layer_list(const std::string& name, const Json& rule) {
-    const int64_t count = integer(rule.at("count"), "the layer count of ", name, "", kMaxRepeat);
+    // range() of a negative count is empty in Python: the class's list is, and its validator
+    // then names the mismatch.
+    const Json& given = evaluate(rule.at("count"));
+    const bool negative = given.is_number_integer() && given.get<int64_t>() < 0;
+    const int64_t count =
+        negative ? 0
+                 : checked(given, rule.at("count"), "the layer count of ", name, "", kMaxRepeat);
     const Json* entry = rule.contains("per_layer") ? &rule.at("per_layer") : nullptr;
     const Json* where = entry == nullptr ? &rule.at("layers_where") : nullptr;
     Json list = Json::array();
@@ -379,29 +492,127 @@ class Evaluation {
   }
 
  private:
+  [[noreturn]] void refuse(const CompiledCheck& check, const std::string& message) const {
+    throw InvalidArgument(what_ + " (" + architecture_ + "): " + message + " (" + check.by + ")");
+  }
+
+  // A validator's `if C: raise ValueError(message)`. A condition Python could not evaluate
+  // (None % 2) raises in the validator too, which refuses the config as well.
+  void check_own(const CompiledCheck& check) {
+    bool refused = false;
+    std::string message;
+    try {
+      refused = truthy(run(*check.condition));
+      if (!refused) return;
+      for (const auto& [text, hole] : check.message) {
+        message += hole ? python_str(run(*hole)) : text;
+      }
+    } catch (const InvalidArgument& e) {
+      refuse(check, "the config's values fail its check: " + std::string(e.what()));
+    }
+    refuse(check, message);
+  }
+
+  // PreTrainedConfig.validate_layer_type: each list's entries known, one per layer; a list the
+  // config leaves None ends the check, as its `return` does.
+  void check_layer_types(const CompiledCheck& check) {
+    for (const Json& rule : config_rules().at("validated_layer_lists")) {
+      const std::string name = rule.at(0).get<std::string>();
+      const Json* layers = value_of(check.prefix + name);
+      const Json* count = value_of(check.prefix + "num_hidden_layers");
+      if (layers == nullptr || layers->is_null() || count == nullptr) return;
+      const Json& allowed = rule.at(1);
+      const bool known =
+          layers->is_array() && std::all_of(layers->begin(), layers->end(), [&](const Json& entry) {
+            return std::find(allowed.begin(), allowed.end(), entry) != allowed.end();
+          });
+      if (!known) {
+        std::string tuple;
+        for (const Json& entry : allowed) tuple += (tuple.empty() ? "" : ", ") + python_repr(entry);
+        if (allowed.size() == 1) tuple += ",";
+        refuse(check, "The `" + name + "` entries must be in (" + tuple + ") but got " +
+                          python_repr(*layers));
+      }
+      if (!count->is_null() && *count != Json(layers->size())) {
+        refuse(check, "`num_hidden_layers` (" + python_str(*count) +
+                          ") must be equal to the number of `" + name + "` (" +
+                          std::to_string(layers->size()) + ")");
+      }
+    }
+  }
+
+  // RotaryEmbeddingConfigMixin.validate_rope: each entry of the rope parameters (one per layer
+  // type when they are given so), with the config's head_dim for the even-dimension rule.
+  void check_rope(const CompiledCheck& check) {
+    Json rope = Json::object();
+    for (const char* key : {"rope_parameters", "rope_scaling", "partial_rotary_factor"}) {
+      if (const Json* value = value_of(check.prefix + key)) rope[key] = *value;
+    }
+    // None or {} is standardized to the default rope type first (convert_rope_params_to_dict),
+    // so the even-dimension rule holds for a config without rope parameters too.
+    if (!rope.contains("rope_parameters") || !truthy(rope["rope_parameters"])) {
+      rope["rope_parameters"] = Json{{"rope_type", "default"}};
+    }
+    const Json* parameters = &rope["rope_parameters"];
+    std::optional<int64_t> head_dim;
+    const Json* head = value_of(check.prefix + "head_dim");
+    Json computed;
+    if (head == nullptr && check.head_dim) {
+      computed = run(*check.head_dim);
+      head = &computed;
+    }
+    if (head != nullptr && head->is_number_integer()) head_dim = head->get<int64_t>();
+    if (!parameters->is_object() ||
+        !std::all_of(parameters->begin(), parameters->end(),
+                     [](const Json& entry) { return entry.is_object() || entry.is_null(); })) {
+      validate_rope(rope, what_ + " (" + architecture_ + ")", head_dim, "full_attention");
+      return;
+    }
+    for (const auto& [type, entry] : parameters->items()) {
+      if (entry.is_null()) continue;  // a layer type without rope
+      Json one = rope;
+      one["rope_parameters"] = entry;
+      validate_rope(one, what_ + " (" + architecture_ + "): rope_parameters[\"" + type + "\"]",
+                    head_dim, type);
+    }
+  }
+
+  // A name an expression reads: the layer indexes, the config's fields, else a helper (lets:
+  // the head width, the key/value heads), computed when first read.
+  const Json* lookup_name(const std::string& name) {
+    if (layer_ && name == "i") return &*layer_;
+    if (outer_layer_ && name == "j") return &*outer_layer_;
+    if (const auto it = index_.find(name); it != index_.end()) return it->second;
+    const Json* value = value_of(name);
+    if (value == nullptr) {
+      const Json& lets = descriptor_.at("lets");
+      const auto let = lets.find(name);
+      if (let == lets.end()) return nullptr;
+      space_[name] = evaluate(*let);
+      value = &space_[name];
+    }
+    // Addresses stay: space_ and the descriptor are nlohmann objects (std::maps), and
+    // resolve() wrote everything before the first lookup that is kept.
+    index_[name] = value;
+    return value;
+  }
+
+  // An expression of a check, over the resolved config (no layer index).
+  Json run(const Expression& expression) {
+    const auto lookup = [this](const std::string& name) { return lookup_name(name); };
+    const auto call = [&expression](const std::string& function, const Json&) -> Json {
+      throw InvalidArgument("descriptor check '" + expression.text() + "' calls " + function +
+                            "(), which checks do not call");
+    };
+    return expression.evaluate(lookup, call);
+  }
+
   // Every expression of the descriptor was parsed when it was compiled (parse_all).
   const Expression& parsed(const Json& text) const { return compiled_.parsed.at(&text); }
 
   Json evaluate(const Json& text) {
     const Expression& expression = parsed(text);
-    const auto lookup = [this](const std::string& name) -> const Json* {
-      if (layer_ && name == "i") return &*layer_;
-      if (outer_layer_ && name == "j") return &*outer_layer_;
-      if (const auto it = index_.find(name); it != index_.end()) return it->second;
-      const Json* value = value_of(name);
-      if (value == nullptr) {
-        // A helper (lets: the head width, the key/value heads), computed when first read.
-        const Json& lets = descriptor_.at("lets");
-        const auto let = lets.find(name);
-        if (let == lets.end()) return nullptr;
-        space_[name] = evaluate(*let);
-        value = &space_[name];
-      }
-      // Addresses stay: space_ and the descriptor are nlohmann objects (std::maps), and
-      // resolve() wrote everything before the first lookup that is kept.
-      index_[name] = value;
-      return value;
-    };
+    const auto lookup = [this](const std::string& name) { return lookup_name(name); };
     const auto call = [this, &expression](const std::string& function, const Json& argument) {
       if ((function != "rope" && function != "rotary") || !argument.is_number_integer()) {
         throw InvalidArgument("descriptor expression '" + expression.text() + "' calls " +
@@ -726,6 +937,11 @@ const CompiledDescriptor& compiled_descriptor(const EmbeddedDescriptor& entry) {
     parse_all(compiled->tree, compiled->parsed);
     parse_rest(compiled->descriptor, compiled->parsed);
     compiled->fill_order = fill_order(compiled->descriptor.at("derived"));
+    compiled->checks = compile_checks(compiled->descriptor);
+    if (const auto unchecked = compiled->descriptor.find("unchecked");
+        unchecked != compiled->descriptor.end()) {
+      for (const Json& skipped : *unchecked) compiled->unchecked.push_back(skipped.at("by"));
+    }
     slot = std::move(compiled);
   }
   return *slot;
@@ -735,9 +951,15 @@ ModelDescription build_from_descriptor(const EmbeddedDescriptor& entry, const Js
                                        const std::string& what, std::optional<DType> dtype) {
   const DType chosen = dtype.value_or(config_dtype(config, what).value_or(DType::kFloat32));
   try {
-    Evaluation evaluation(compiled_descriptor(entry), what);
+    const CompiledDescriptor& compiled = compiled_descriptor(entry);
+    Evaluation evaluation(compiled, what);
     evaluation.resolve(config);
-    return evaluation.describe(chosen);
+    evaluation.check();
+    ModelDescription description = evaluation.describe(chosen);
+    for (const std::string& by : compiled.unchecked) {
+      description.unchecked.push_back("transformers' " + by);
+    }
+    return description;
   } catch (const Json::exception& e) {
     // A descriptor lacking a key the format requires: the data is broken, not the config.
     throw InvalidArgument(std::string("the descriptor of ") + entry.model_type +

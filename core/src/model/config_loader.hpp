@@ -17,13 +17,6 @@ bool names_supported_architecture(const nlohmann::json& config);
 // The dtype the config sets (dtype, else torch_dtype), if any. Throws as model_from_config.
 std::optional<DType> config_dtype(const nlohmann::json& config, const std::string& what);
 
-// The length of a rotary embedding's inv_freq for a head of `head_dim`, as the config's rope
-// parameters (rope_parameters / rope_scaling, partial_rotary_factor) make it; for the default
-// rope type the whole head, or int(head_dim * partial_rotary_factor) of it when
-// `default_rotates_partial`. Throws InvalidArgument for rope parameters transformers refuses.
-int64_t rope_inv_freq_length(const nlohmann::json& config, const std::string& what,
-                             int64_t head_dim, bool default_rotates_partial);
-
 // model_from_config over a parsed config; `dtype` replaces the config's dtype when given
 // (from_pretrained(dtype="auto") found it in the weights). `what` names the file in errors.
 ModelDescription build_from_config(const nlohmann::json& config, const std::string& what,

@@ -2,8 +2,11 @@
 
 #include <backplane/error.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace backplane::model_detail {
@@ -15,6 +18,7 @@ enum class Op {
   kName,
   kIndex,
   kCall,
+  kMethod,  // operands: the object, then the arguments
   kNegate,
   kNot,
   kAnd,
@@ -40,7 +44,7 @@ enum class Op {
 struct ExpressionNode {
   Op op;
   Json literal;      // kLiteral
-  std::string name;  // kName, kCall
+  std::string name;  // kName, kCall, kMethod
   std::vector<std::shared_ptr<const ExpressionNode>> operands;
 };
 
@@ -93,7 +97,7 @@ std::vector<Token> tokenize(std::string_view text) {
       for (std::string_view two : kTwo) {
         if (text.substr(i, 2) == two) symbol = std::string(two);
       }
-      if (std::string_view("+-*%<>()[],").find(symbol[0]) == std::string_view::npos &&
+      if (std::string_view("+-*%<>()[],.").find(symbol[0]) == std::string_view::npos &&
           symbol.size() == 1) {
         refuse(text, i, std::string("an unexpected '") + c + "'");
       }
@@ -210,11 +214,34 @@ class Parser {
   }
   NodePtr postfix() {
     NodePtr node = atom();
-    while (accept("[")) {
-      node = make(Op::kIndex, {node, conditional()});
-      expect("]");
+    while (true) {
+      if (accept("[")) {
+        node = make(Op::kIndex, {node, conditional()});
+        expect("]");
+      } else if (accept(".")) {
+        const Token method = peek();
+        if (method.kind != Token::kName) refuse(text_, method.position, "expected a method name");
+        ++next_;
+        expect("(");
+        std::vector<NodePtr> operands = {node};
+        arguments(operands);
+        auto call = std::make_shared<ExpressionNode>();
+        call->op = Op::kMethod;
+        call->name = method.text;
+        call->operands = std::move(operands);
+        node = call;
+      } else {
+        return node;
+      }
     }
-    return node;
+  }
+  // A call's arguments after its "(", up to and including ")".
+  void arguments(std::vector<NodePtr>& operands) {
+    if (accept(")")) return;
+    do {
+      operands.push_back(conditional());
+    } while (accept(","));
+    expect(")");
   }
   NodePtr atom() {
     const Token token = peek();
@@ -246,8 +273,7 @@ class Parser {
         node->name = token.text;
         if (accept("(")) {
           node->op = Op::kCall;
-          node->operands.push_back(conditional());
-          expect(")");
+          arguments(node->operands);
         } else {
           node->op = Op::kName;
         }
@@ -285,11 +311,20 @@ class Evaluator {
         return held(node, unused);
       }
       case Op::kCall:
-        return call_(node.name, operand(0));
+        return call(node);
+      case Op::kMethod:
+        return method(node);
       case Op::kIndex: {
         // A list read by name is indexed where it is, not copied (layer_types[i], per layer).
         Json copy;
         const Json& list = held(*node.operands[0], copy);
+        if (list.is_object()) {
+          const Json key = operand(1);
+          const auto it = key.is_string() ? list.find(key.get<std::string>()) : list.end();
+          if (it == list.end())
+            fail("reads the key " + key.dump() + ", which " + list.dump() + " lacks");
+          return *it;
+        }
         const int64_t index = integer(operand(1));
         if (!list.is_array()) fail("indexes " + list.dump() + ", which is not a list");
         const int64_t size = static_cast<int64_t>(list.size());
@@ -316,8 +351,15 @@ class Evaluator {
       case Op::kAdd:
       case Op::kSubtract:
       case Op::kMultiply: {
-        const int64_t a = integer(operand(0));
-        const int64_t b = integer(operand(1));
+        const Json left = operand(0);
+        const Json right = operand(1);
+        if (left.is_number_float() || right.is_number_float()) {  // Python: a float result
+          const double x = number(left);
+          const double y = number(right);
+          return node.op == Op::kAdd ? x + y : node.op == Op::kSubtract ? x - y : x * y;
+        }
+        const int64_t a = integer(left);
+        const int64_t b = integer(right);
         int64_t result = 0;
         const bool overflow = node.op == Op::kAdd        ? __builtin_add_overflow(a, b, &result)
                               : node.op == Op::kSubtract ? __builtin_sub_overflow(a, b, &result)
@@ -351,9 +393,17 @@ class Evaluator {
         const Json item = operand(0);
         Json copy;
         const Json& list = held(*node.operands[1], copy);
-        if (!list.is_array()) fail("tests membership in " + list.dump() + ", which is not a list");
         bool found = false;
-        for (const Json& entry : list) found = found || equal(entry, item);
+        if (list.is_object() || list.is_string()) {  // a key of a dict, a part of a string
+          if (!item.is_string()) fail("tests whether " + item.dump() + " is in " + list.dump());
+          const std::string key = item.get<std::string>();
+          found = list.is_object() ? list.contains(key)
+                                   : list.get<std::string>().find(key) != std::string::npos;
+        } else if (list.is_array()) {
+          for (const Json& entry : list) found = found || equal(entry, item);
+        } else {
+          fail("tests membership in " + list.dump() + ", which is not a list, dict or string");
+        }
         return node.op == Op::kIn ? found : !found;
       }
       case Op::kIs:
@@ -366,6 +416,88 @@ class Evaluator {
   }
 
  private:
+  // Python's builtins that config validators use (len, int, isinstance as of_kind), then the
+  // caller's functions (rope).
+  Json call(const ExpressionNode& node) const {
+    const size_t count = node.operands.size();
+    const auto argument = [&](size_t k) { return run(*node.operands[k]); };
+    if (node.name == "len" && count == 1) {
+      const Json value = argument(0);
+      if (!value.is_array() && !value.is_object() && !value.is_string()) {
+        fail("takes the length of " + value.dump());
+      }
+      return static_cast<int64_t>(value.is_string() ? value.get<std::string>().size()
+                                                    : value.size());
+    }
+    if (node.name == "int" && count == 1) {
+      const Json value = argument(0);
+      if (value.is_number_integer() || value.is_boolean()) return integer(value);
+      const double x = number(value);
+      if (!std::isfinite(x) || std::fabs(x) > 9.0e18)
+        fail("cannot make an integer of " + value.dump());
+      return static_cast<int64_t>(std::trunc(x));
+    }
+    // of_kind(x, 'list'): isinstance(x, list); the names are Python's, space-separated.
+    if (node.name == "of_kind" && count == 2) return of_kind(argument(0), kinds(argument(1)));
+    // all_of_kind(xs, 'int float'): all(isinstance(x, (int, float)) for x in xs).
+    if (node.name == "all_of_kind" && count == 2) {
+      const Json list = argument(0);
+      const std::string wanted = kinds(argument(1));
+      if (!list.is_array()) fail("iterates over " + list.dump() + ", which is not a list");
+      return std::all_of(list.begin(), list.end(),
+                         [&](const Json& entry) { return of_kind(entry, wanted); });
+    }
+    if (count != 1) fail("calls " + node.name + " with " + std::to_string(count) + " arguments");
+    return call_(node.name, argument(0));
+  }
+
+  Json method(const ExpressionNode& node) const {
+    const Json object = run(*node.operands[0]);
+    const size_t count = node.operands.size() - 1;
+    if (node.name == "split" && count == 1 && object.is_string()) {
+      const Json separator = run(*node.operands[1]);
+      if (!separator.is_string() || separator.get<std::string>().empty()) {
+        fail("splits at " + separator.dump() + ", which is not a non-empty string");
+      }
+      const std::string text = object.get<std::string>();
+      const std::string at = separator.get<std::string>();
+      Json parts = Json::array();
+      size_t start = 0;
+      for (size_t found = text.find(at); found != std::string::npos; found = text.find(at, start)) {
+        parts.push_back(text.substr(start, found - start));
+        start = found + at.size();
+      }
+      parts.push_back(text.substr(start));
+      return parts;
+    }
+    if (node.name == "get" && (count == 1 || count == 2) && object.is_object()) {
+      const Json key = run(*node.operands[1]);
+      if (key.is_string()) {
+        if (const auto it = object.find(key.get<std::string>()); it != object.end()) return *it;
+      }
+      return count == 2 ? run(*node.operands[2]) : Json();
+    }
+    fail("calls ." + node.name + "() on " + object.dump());
+  }
+
+  std::string kinds(const Json& names) const {
+    if (!names.is_string()) fail("names kinds with " + names.dump() + ", not a string");
+    return " " + names.get<std::string>() + " ";
+  }
+  // Whether isinstance(value, one of `wanted`) holds: Python's bool is an int too.
+  static bool of_kind(const Json& value, const std::string& wanted) {
+    const auto wants = [&](const char* kind) {
+      return wanted.find(std::string(" ") + kind + " ") != std::string::npos;
+    };
+    if (value.is_boolean()) return wants("bool") || wants("int");
+    if (value.is_number_integer()) return wants("int");
+    if (value.is_number()) return wants("float");
+    if (value.is_string()) return wants("str");
+    if (value.is_array()) return wants("list");
+    if (value.is_object()) return wants("dict");
+    return wants("NoneType");
+  }
+
   // The value of `node`: where the lookup holds it for a name, else evaluated into `copy`.
   const Json& held(const ExpressionNode& node, Json& copy) const {
     if (node.op == Op::kName) {
@@ -411,6 +543,46 @@ Expression Expression::parse(std::string_view text) {
 
 Json Expression::evaluate(const Lookup& lookup, const Call& call) const {
   return Evaluator(text_, lookup, call).run(*root_);
+}
+
+std::string python_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char text[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof text, "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  std::string result = text;
+  if (result.find_first_of(".en") == std::string::npos) result += ".0";
+  return result;
+}
+
+std::string python_str(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return python_repr(value);
+}
+
+std::string python_repr(const Json& value) {
+  if (value.is_null()) return "None";
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_number_integer()) return value.dump();
+  if (value.is_number()) return python_float(value.get<double>());
+  if (value.is_string()) return "'" + value.get<std::string>() + "'";
+  std::string out = value.is_array() ? "[" : "{";
+  bool first = true;
+  if (value.is_array()) {
+    for (const Json& entry : value) {
+      out += (first ? "" : ", ") + python_repr(entry);
+      first = false;
+    }
+    return out + "]";
+  }
+  for (const auto& [key, entry] : value.items()) {
+    out += (first ? "'" : ", '") + key + "': " + python_repr(entry);
+    first = false;
+  }
+  return out + "}";
 }
 
 bool truthy(const Json& value) {

@@ -6,7 +6,10 @@
 //   + - * // %  (integers; // and % floor as Python's do)   unary -
 //   == != < <= > >=  in  not in  is None  is not None
 //   and or not  (returning an operand, as Python does)   A if C else B
-//   x[i] (lists)   rope(dim) (the caller's function: the rotary embedding's inv_freq length)
+//   x[i] (lists; dicts by key)   x.split(sep)   d.get(key, default)   len(x)   int(x)
+//   of_kind(x, 'list'), all_of_kind(xs, 'int float') (isinstance, of one value or of each)
+//   + - * of floats (as Python: a float when either side is)
+//   rope(dim) (the caller's function: the rotary embedding's inv_freq length)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -40,5 +43,12 @@ class Expression {
 
 // Python's truth value of a JSON value (None, False, 0, "", [] and {} are false).
 bool truthy(const nlohmann::json& value);
+
+// Python's str() and repr() of a JSON value (None, True, 1.0, 'text', [1, 2], {'k': 1}), as
+// transformers' f-string messages print config values.
+std::string python_str(const nlohmann::json& value);
+std::string python_repr(const nlohmann::json& value);
+// repr() of a float: the shortest text that reads back as the same double.
+std::string python_float(double value);
 
 }  // namespace backplane::model_detail

@@ -1,5 +1,6 @@
-# cmake -DPYTHON= -DSCRIPT= -DFRESH= -DCOMMITTED= -P check_renames_current.cmake
-# Regenerates the checkpoint renames with the pinned transformers and compares.
+# cmake -DPYTHON= -DSCRIPT= -DFRESH= -DCOMMITTED= -P check_generated_current.cmake
+# Regenerates a data file written from the pinned transformers (SCRIPT FRESH) and compares it
+# with the committed one.
 execute_process(COMMAND ${PYTHON} ${SCRIPT} ${FRESH} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${SCRIPT} exited ${rc}")
@@ -10,4 +11,4 @@ if(differs)
   message(FATAL_ERROR "${COMMITTED} is not what the pinned transformers does: regenerate it with "
                       "`${PYTHON} ${SCRIPT} ${COMMITTED}` and review the diff (fresh: ${FRESH})")
 endif()
-message(STATUS "checkpoint renames match the pinned transformers")
+message(STATUS "${COMMITTED} matches the pinned transformers")
