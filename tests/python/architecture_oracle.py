@@ -15,6 +15,10 @@ Writes {"models": {model_type: {"tree": <the tree file's JSON>, "model_size": N,
 "refusals" (for the architectures core/src/model/architectures/ describes): configs near the
 class defaults that transformers refuses, by a config validator (config_checks.refusals) or
 when building the model (a pad_token_id outside the embedding), with its message.
+"checkpoint" (for those too): a folder holding the model's config.json and a model.safetensors
+whose header is what save_pretrained writes for it (tied weights left out, transformers 5's
+weight conversions reverted: Mixtral's experts one by one) over a data region left as a hole:
+the planner reads headers only, and the model's "tree" and cases are the checkpoint's too.
 Deterministic. Usage: architecture_oracle.py OUT.json
 """
 
@@ -177,6 +181,35 @@ def config_variants(config, tool, model_type):
     return built
 
 
+SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+                      torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
+                      torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL"}
+
+
+def write_checkpoint(model, config, folder):
+    """config.json and a header-true model.safetensors of `model` (built on the meta device)."""
+    from transformers import modeling_utils
+
+    os.makedirs(folder, exist_ok=True)
+    config.save_pretrained(folder)
+    state = modeling_utils.remove_tied_weights_from_state_dict(model.state_dict(), model)
+    state = modeling_utils.revert_weight_conversion(model, state)
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name in sorted(state):
+        tensor = state[name]
+        size = tensor.numel() * tensor.element_size()
+        header[name] = {"dtype": SAFETENSORS_DTYPES[tensor.dtype], "shape": list(tensor.shape),
+                        "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as safetensors writes it
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        f.truncate(8 + len(text) + offset)  # the tensors' bytes: a hole, never read
+    return folder
+
+
 def build_refusals(model_type, config):
     """Configs transformers accepts but cannot build a model of: a pad_token_id one past either
     end of the vocabulary (nn.Embedding's padding_idx)."""
@@ -241,6 +274,9 @@ def main():
         if os.path.exists(os.path.join(DESCRIBED, model_type + ".json")):
             models[model_type]["refusals"] = (config_checks.refusals(CONFIG_MAPPING[model_type])
                                               + build_refusals(model_type, config))
+            folder = os.path.join(os.path.dirname(os.path.abspath(out_path)),
+                                  "architecture_checkpoints", model_type)
+            models[model_type]["checkpoint"] = write_checkpoint(model, config, folder)
         s = size
         block = max((v for k, v in sizes.items() if k.count(".") == 2 and k.split(".")[-1].isdigit()),
                     default=s // 8)

@@ -716,7 +716,13 @@ void check_against_config(const ModelDescription& description, const std::vector
                               text(stored.info.shape) + ", but " + what + " gives it shape " +
                               text(found->second->shape));
       }
-      if (!alias) seen.insert(name);  // a tied head stored too does not stand for its source
+      // A tied head stored too does not stand for its source; the source of a tie does stand
+      // for the name the tree lists it under (RoBERTa's tree lists lm_head.decoder.weight,
+      // save_pretrained keeps roberta.embeddings.word_embeddings.weight).
+      const bool source =
+          std::any_of(description.tied_weights_keys.begin(), description.tied_weights_keys.end(),
+                      [&](const auto& tie) { return tie.second == as_loaded; });
+      if (!alias || source) seen.insert(name);
     }
   }
   check_fused(description, expected, seen, unfused, what);
