@@ -315,6 +315,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "`torch_dtype` = \"int8\" is not a dtype a model can be built in"},
         Refused{R"({"model_type": "llama", "dtype": "torch.float16"})",
                 "`dtype` = \"torch.float16\" is not a dtype"},
+        // T5's gated feed-forward (FLAN-T5): T5Config turns "gated-gelu" into gelu_new and a
+        // gated block, which the descriptor does not know; the tree tool's way is named.
+        Refused{R"({"model_type": "t5", "feed_forward_proj": "gated-gelu"})",
+                "is \"gated-gelu\", not an activation transformers knows"},
+        Refused{R"({"model_type": "t5", "feed_forward_proj": "gated-gelu"})",
+                "tools/export-module-tree writes its module tree for `hwprobe plan --tree`"},
         Refused{R"({"model_type": "llama", "hidden_act": "swiglu"})",
                 "the activation of model.layers.0.mlp.act_fn (hidden_act) is \"swiglu\", not an "
                 "activation transformers knows; accepted: gelu"},

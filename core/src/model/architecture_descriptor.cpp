@@ -810,10 +810,14 @@ class Evaluation {
     std::optional<Module> module;
     if (value.is_string()) module = activation_module(value.get<std::string>(), local, dtype_);
     if (!module) {
+      // Not an ACT2CLS name: a config transformers refuses, or one whose class turns the field
+      // into an activation in ways the descriptor does not know (T5's "gated-gelu").
       throw InvalidArgument(
           what_ + " (" + architecture_ + "): the activation of " + path_ + " (" +
           slot.text->get<std::string>() + ") is " + value.dump() +
-          ", not an activation transformers knows; accepted: " + activation_names());
+          ", not an activation transformers knows; accepted: " + activation_names() +
+          ". Where transformers builds this config all the same, tools/export-module-tree "
+          "writes its module tree for `hwprobe plan --tree`");
     }
     return std::move(*module);
   }
