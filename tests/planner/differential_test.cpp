@@ -363,6 +363,22 @@ std::string first_difference(const backplane::ModelDescription& expected,
   return "";
 }
 
+// The oracle's cases of the models in `planned`, each planned from its description and
+// compared with from_pretrained's map (a failure per mismatch, up to 25).
+Outcome plan_oracle_cases(const json& data,
+                          const std::map<std::string, backplane::ModelDescription>& planned) {
+  Outcome outcome;
+  for (const json& c : data.at("cases")) {
+    const auto it = planned.find(c.at("model").get<std::string>());
+    if (it != planned.end()) run_case(c, it->second, outcome);
+  }
+  for (size_t i = 0; i < outcome.mismatches.size() && i < 25; ++i) {
+    ADD_FAILURE() << outcome.mismatches[i];
+  }
+  EXPECT_EQ(outcome.mismatches.size(), 0u) << "of " << outcome.compared << " cases";
+  return outcome;
+}
+
 // The architectures users load most (those of the list that are described): each must
 // be described and equal to transformers over all its configs.
 constexpr const char* kDescribedArchitectures[] = {
@@ -425,15 +441,7 @@ TEST(DeviceMapDifferential, FromConfigsThroughDescriptors) {
   }
   for (size_t i = 0; i < differences.size() && i < 25; ++i) ADD_FAILURE() << differences[i];
   EXPECT_EQ(differences.size(), 0u) << "of " << configs << " configs; not equal: " << unequal;
-  Outcome outcome;
-  for (const json& c : data.at("cases")) {
-    const auto it = planned.find(c.at("model").get<std::string>());
-    if (it != planned.end()) run_case(c, it->second, outcome);
-  }
-  for (size_t i = 0; i < outcome.mismatches.size() && i < 25; ++i) {
-    ADD_FAILURE() << outcome.mismatches[i];
-  }
-  EXPECT_EQ(outcome.mismatches.size(), 0u) << "of " << outcome.compared << " cases";
+  const Outcome outcome = plan_oracle_cases(data, planned);
   // The architectures users load most, each described and equal over all its configs. Adding
   // an architecture: its descriptor file (architecture_descriptors.py writes it) and a row.
   for (const char* model_type : kDescribedArchitectures) {
@@ -498,15 +506,7 @@ TEST(DeviceMapDifferential, FromCheckpointsThroughDescriptors) {
   for (const char* model_type : kDescribedArchitectures) {
     EXPECT_EQ(planned.count(model_type), 1u) << model_type << " has no checkpoint compared";
   }
-  Outcome outcome;
-  for (const json& c : data.at("cases")) {
-    const auto it = planned.find(c.at("model").get<std::string>());
-    if (it != planned.end()) run_case(c, it->second, outcome);
-  }
-  for (size_t i = 0; i < outcome.mismatches.size() && i < 25; ++i) {
-    ADD_FAILURE() << outcome.mismatches[i];
-  }
-  EXPECT_EQ(outcome.mismatches.size(), 0u) << "of " << outcome.compared << " cases";
+  const Outcome outcome = plan_oracle_cases(data, planned);
   EXPECT_EQ(refused.size(), kKnownCheckpointRefusals.size());
   std::cout << "[ planner  ] checkpoints: " << planned.size()
             << " architectures read from save_pretrained's headers, " << outcome.compared
