@@ -493,8 +493,9 @@ TEST(Safetensors, WeightsThatDoNotFitTheConfigAreRefused) {
   EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
   // A broken config of a supported one is not.
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "llama", "hidden_size": -1})";
-  EXPECT_NE(error_of(folder.path()).find("The hidden size (-1) is not a multiple of the number of "
-                                         "attention heads (32)."),
+  EXPECT_NE(error_of(folder.path())
+                .find("The hidden size (-1) is not a multiple of the number of "
+                      "attention heads (32)."),
             std::string::npos)
       << error_of(folder.path());
 }

@@ -963,7 +963,6 @@ def synthesize(model_type, builder, probes):
     }
     if builder.subs:
         descriptor["sub_configs"] = sorted(builder.subs)  # config.json nests their fields
-    add_checks(descriptor, builder)
     return descriptor
 
 
@@ -1460,9 +1459,9 @@ def size_changes(probes):
 def list_variations(builder, probes):
     """Each list field the config holds (given or filled in: layers_block_type, per-layer rope
     thetas) one entry longer, one shorter, and with its entries varied (numbers doubled at odd
-    places, 0/1 flags flipped there, strings shifted by one place): a tree that counts a list's entries or its distinct
-    values is seen to change (Nemotron-H's layers are its block types; Granite-SWA has one
-    rotary embedding per distinct theta)."""
+    places, 0/1 flags flipped there, strings shifted by one place): a tree that counts a list's
+    entries or its distinct values is seen to change (Nemotron-H's layers are its block types;
+    Granite-SWA has one rotary embedding per distinct theta)."""
     base, resolved = probes[0][0], probes[0][2]
     out = []
     for key, value in sorted(resolved.items()):
@@ -1607,6 +1606,7 @@ def synthesize_checked(model_type):
         raise Unsupported(f"the descriptor misses {len(wrong)} of {len(held_out)} held-out "
                           f"configs, such as {probe_label(wrong[0][0], base)}: "
                           f"{difference(descriptor, wrong[0])}")
+    add_checks(descriptor, builder)  # once: the checks do not depend on the synthesis rounds
     return descriptor, probes, len(held_out)
 
 

@@ -6,13 +6,15 @@ A validator is a run of `if <condition>: raise ValueError(<message>)`, local nam
 returns and `super().validate_x()`: those become `{"if", "error", "by"}` entries whose
 condition holds when the config is refused and whose error is the message with `{expr}` holes.
 The base class's layer_types and rope validators become `{"standard": ..., "by"}` entries that
-the C++ side implements once. A validator that is not of that shape (loops, isinstance, dict
-methods) is listed in `unchecked`: the C++ side says it is not checked rather than pass it over.
+the C++ side implements once. A validator that is not of that shape (loops, set operations,
+reads of rope_parameters, which the class standardizes first) is listed in `unchecked`: the
+C++ side says it is not checked rather than pass it over.
 Validators that only warn (validate_token_ids, validate_output_attentions) refuse nothing.
 """
 
 import ast
 import inspect
+import json
 import textwrap
 
 
@@ -395,8 +397,7 @@ __all__ = ["config_checks", "config_rules", "refusal"]
 
 
 def validator_source(config_class):
-    """The source text of the class's validators (and of its sub-configs'), to see which fields
-    they read."""
+    """The source text of the class's validators, to see which fields they read."""
     texts = []
     for validator in getattr(config_class, "__class_validators__", []):
         try:
@@ -453,14 +454,15 @@ def refusals(config_class, most=16):
         value = getattr(config_class(), name, None)
         if value is not None and not getattr(type(value), "sub_configs", None):
             subs[name] = type(value)
-    candidates = [(raw, raw) for raw in refusal_candidates(config_class)]
+    candidates = refusal_candidates(config_class)
     for name, sub_class in subs.items():
-        candidates += [({name: raw}, raw) for raw in refusal_candidates(sub_class)]
-    seen = []
-    for raw, _ in candidates:
-        if raw in seen:
+        candidates += [{name: raw} for raw in refusal_candidates(sub_class)]
+    seen = set()
+    for raw in candidates:
+        key = json.dumps(raw, sort_keys=True)
+        if key in seen:
             continue
-        seen.append(raw)
+        seen.add(key)
         refused = refusal(config_class, raw)
         if refused is None:
             continue
@@ -489,7 +491,6 @@ def config_rules():
 
 
 if __name__ == "__main__":
-    import json
     import sys
 
     if len(sys.argv) != 2:

@@ -544,10 +544,7 @@ class Evaluation {
   // RotaryEmbeddingConfigMixin.validate_rope: each entry of the rope parameters (one per layer
   // type when they are given so), with the config's head_dim for the even-dimension rule.
   void check_rope(const CompiledCheck& check) {
-    Json rope = Json::object();
-    for (const char* key : {"rope_parameters", "rope_scaling", "partial_rotary_factor"}) {
-      if (const Json* value = value_of(check.prefix + key)) rope[key] = *value;
-    }
+    Json rope = rope_fields(check.prefix);
     // None or {} is standardized to the default rope type first (convert_rope_params_to_dict),
     // so the even-dimension rule holds for a config without rope parameters too.
     if (!rope.contains("rope_parameters") || !truthy(rope["rope_parameters"])) {
@@ -575,6 +572,16 @@ class Evaluation {
       validate_rope(one, what_ + " (" + architecture_ + "): rope_parameters[\"" + type + "\"]",
                     head_dim, type);
     }
+  }
+
+  // The rope parameters as the config holds them, defaults included, as rope.hpp reads them;
+  // `prefix` names a sub-config's ("text_config__").
+  Json rope_fields(const std::string& prefix) const {
+    Json rope = Json::object();
+    for (const char* key : {"rope_parameters", "rope_scaling", "partial_rotary_factor"}) {
+      if (const Json* value = value_of(prefix + key)) rope[key] = *value;
+    }
+    return rope;
   }
 
   // A name an expression reads: the layer indexes, the config's fields, else a helper (lets:
@@ -619,11 +626,7 @@ class Evaluation {
                               function + "(" + argument.dump() +
                               "); descriptors call rope(int) and rotary(int)");
       }
-      // The rope parameters as the config holds them, defaults included.
-      Json rope = Json::object();
-      for (const char* key : {"rope_parameters", "rope_scaling", "partial_rotary_factor"}) {
-        if (const Json* value = value_of(key)) rope[key] = *value;
-      }
+      Json rope = rope_fields("");
       const int64_t head = argument.get<int64_t>();
       const bool partial = function == "rotary";
       const Json* per_type = rope.contains("rope_parameters") ? &rope["rope_parameters"] : nullptr;

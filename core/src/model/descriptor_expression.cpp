@@ -545,6 +545,9 @@ Json Expression::evaluate(const Lookup& lookup, const Call& call) const {
   return Evaluator(text_, lookup, call).run(*root_);
 }
 
+namespace {
+
+// repr() of a float: the shortest text that reads back as the same double.
 std::string python_float(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -557,6 +560,8 @@ std::string python_float(double value) {
   if (result.find_first_of(".en") == std::string::npos) result += ".0";
   return result;
 }
+
+}  // namespace
 
 std::string python_str(const Json& value) {
   if (value.is_string()) return value.get<std::string>();

@@ -48,7 +48,5 @@ bool truthy(const nlohmann::json& value);
 // transformers' f-string messages print config values.
 std::string python_str(const nlohmann::json& value);
 std::string python_repr(const nlohmann::json& value);
-// repr() of a float: the shortest text that reads back as the same double.
-std::string python_float(double value);
 
 }  // namespace backplane::model_detail
