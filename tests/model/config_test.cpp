@@ -315,11 +315,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "`torch_dtype` = \"int8\" is not a dtype a model can be built in"},
         Refused{R"({"model_type": "llama", "dtype": "torch.float16"})",
                 "`dtype` = \"torch.float16\" is not a dtype"},
-        // T5's gated feed-forward (FLAN-T5): T5Config turns "gated-gelu" into gelu_new and a
-        // gated block, which the descriptor does not know; the tree tool's way is named.
-        Refused{R"({"model_type": "t5", "feed_forward_proj": "gated-gelu"})",
-                "is \"gated-gelu\", not an activation transformers knows"},
-        Refused{R"({"model_type": "t5", "feed_forward_proj": "gated-gelu"})",
+        // T5's feed-forward activation comes from feed_forward_proj's tail, which must be one.
+        Refused{R"({"model_type": "t5", "feed_forward_proj": "gated-swiglu"})",
+                "the activation of encoder.block.0.layer.1.DenseReluDense.act (dense_act_fn) is "
+                "\"swiglu\", not an activation transformers knows"},
+        Refused{R"({"model_type": "t5", "feed_forward_proj": "gated-swiglu"})",
                 "tools/export-module-tree writes its module tree for `hwprobe plan --tree`"},
         Refused{R"({"model_type": "llama", "hidden_act": "swiglu"})",
                 "the activation of model.layers.0.mlp.act_fn (hidden_act) is \"swiglu\", not an "
@@ -396,6 +396,50 @@ TEST(ModelFromConfig, AcceptsWhatTransformersBuilds) {
       backplane::model_from_config_json(R"({"model_type": "phi3", "num_hidden_layers": 1})");
   EXPECT_EQ(phi3.unchecked, std::vector<std::string>{"transformers' Phi3Config.validate_rope"});
 }
+
+// T5Config.__post_init__ fills in dense_act_fn and is_gated_act from feed_forward_proj (T5 v1.1
+// and FLAN-T5: "gated-gelu", gelu_new in a gated block); keys config.json gives itself win.
+struct T5FeedForward {
+  const char* config;
+  const char* block_class;
+  const char* first_linear;
+  const char* activation_class;
+};
+
+class T5FeedForwardOf : public ::testing::TestWithParam<T5FeedForward> {};
+
+TEST_P(T5FeedForwardOf, IsWhatT5ConfigMakesOfIt) {
+  const T5FeedForward& expected = GetParam();
+  const ModelDescription model = backplane::model_from_config_json(expected.config);
+  const std::string block = "decoder.block.1.layer.2.DenseReluDense";
+  const backplane::Module* feed_forward = backplane::find_module(model.root, block);
+  ASSERT_NE(feed_forward, nullptr) << expected.config;
+  EXPECT_EQ(feed_forward->class_name, expected.block_class) << expected.config;
+  EXPECT_NE(backplane::find_module(model.root, block + "." + expected.first_linear), nullptr)
+      << expected.config;
+  const backplane::Module* act = backplane::find_module(model.root, block + ".act");
+  ASSERT_NE(act, nullptr);
+  EXPECT_EQ(act->class_name, expected.activation_class) << expected.config;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, T5FeedForwardOf,
+    ::testing::Values(
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2})", "T5DenseActDense", "wi",
+                      "ReLU"},
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-gelu"})",
+                      "T5DenseGatedActDense", "wi_1", "NewGELUActivation"},
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-silu"})",
+                      "T5DenseGatedActDense", "wi_0", "SiLUActivation"},
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gelu"})",
+                      "T5DenseActDense", "wi", "GELUActivation"},
+        // FLAN-T5's config.json names both itself; a contradicting one is read as written.
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-gelu",
+                         "dense_act_fn": "gelu_new", "is_gated_act": true})",
+                      "T5DenseGatedActDense", "wi_1", "NewGELUActivation"},
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-gelu",
+                         "dense_act_fn": "relu", "is_gated_act": false})",
+                      "T5DenseActDense", "wi", "ReLU"}));
 
 TEST(ModelFromConfig, NestingIsBounded) {
   std::string deep = R"({"model_type": "llama", "x": )";

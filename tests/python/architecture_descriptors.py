@@ -14,6 +14,8 @@ probes show is turned into data that backplane's C++ evaluates without Python:
   - the numbered children of a container (decoder layers) as a repeat with per-layer variants;
   - the fields a config class fills in when config.json leaves them null (head_dim from
     hidden_size // num_attention_heads, layer_types from a period), as expressions too;
+  - what __post_init__ sets beside the fields (T5's dense_act_fn and is_gated_act from
+    feed_forward_proj), translated from its source (post_init_fills.py);
   - a module whose class follows an activation name (hidden_act) as that name, built as
     transformers' ACT2CLS builds it;
   - a composite config's sub-configs (Gemma 3's text_config, vision_config) as fields named
@@ -85,6 +87,7 @@ class SearchTimeout(BaseException):
 sys.path.insert(0, HERE)
 import architecture_oracle as oracle  # noqa: E402  (its tool loading and edge configs)
 import config_checks  # noqa: E402  (the config class's validators as checks)
+import post_init_fills  # noqa: E402  (what __post_init__ fills in beside the fields)
 
 TOOLMOD = oracle.load_tool()
 BASE_FIELDS = {f.name for f in dataclasses.fields(PreTrainedConfig)}
@@ -191,6 +194,7 @@ class Builder:
         self.fields = class_fields(self.config_class)
         self.extra = set()
         self.private = {}  # kwarg field -> the private attribute __post_init__ keeps it in
+        self.fills = {}  # field __post_init__ fills in -> its derived rule (post_init_fills)
         # A composite config (Gemma 3: text_config, vision_config): each sub-config's fields
         # join under its name, with the defaults the composite gives them.
         self.subs = {}
@@ -279,6 +283,17 @@ class Builder:
         for name in extra:
             self.fields[name] = {"default": None, "kind": "int", "nullable": True}
         self.extra = set(extra)
+        # Names and flags __post_init__ fills in from fields (T5's dense_act_fn and
+        # is_gated_act from feed_forward_proj), where its source says how: fields whose rule
+        # is that code; config.json may give them (null it may not: the model reads a value).
+        kinded = {k: ("bool" if isinstance(v, bool) else "str") for k, v in vars(config).items()
+                  if isinstance(v, (bool, str)) and k not in self.fields and k not in BASE_FIELDS
+                  and not k.startswith("_") and k not in mapped}
+        self.fills = post_init_fills.post_init_fills(self.config_class, self.fields, aliases, kinded)
+        for name, rule in self.fills.items():
+            self.fields[name] = {"default": None, "kind": kinded[name],
+                                 "nullable": bool(rule.get("always"))}
+        self.extra |= set(self.fills)
         # Keys __post_init__ reads from its kwargs into a private attribute (Gemma 3's
         # sliding_window_pattern, kept as _sliding_window_pattern): fields with that default.
         for private, value in vars(config).items():
@@ -302,13 +317,16 @@ class Builder:
         except Exception as e:
             raise Unsupported(f"the class defaults do not build: {type(e).__name__}: {str(e)[:120]}")
         probes = [(base, tree, resolved)]
+        compared = post_init_fills.compared_strings(self.config_class, self.fields)
         for name, spec in self.fields.items():
             if name not in base and spec["default"] is not None:
                 continue
             value = base.get(name)
             # An extra is given as config.json would give it: its value, changed.
             candidates = variations(name, resolved[name], spec) if name in self.extra and \
-                isinstance(resolved.get(name), int) else variations(name, value, spec)
+                isinstance(resolved.get(name), (int, str)) else variations(name, value, spec)
+            # And the strings __post_init__ compares it with: the branches they open.
+            candidates += [c for c in compared.get(name, []) if c != value and c not in candidates]
             built = 0
             for candidate in candidates:
                 if not self.probe_into(probes, dict(base, **{name: candidate})):
@@ -941,7 +959,7 @@ def synthesize(model_type, builder, probes):
         if any(v is None for v in values):
             continue
         hyper[key] = solve_int(values, synth.spaces, f"hyperparameter {key}")
-    derived = derive_fields(builder, probes)
+    derived = in_fill_order(dict(derive_fields(builder, probes), **builder.fills))
     descriptor = {
         "format": FORMAT,
         "version": VERSION,

@@ -131,6 +131,15 @@ def edge_changes(data):
         if isinstance(data.get(key), str):
             other = "xielu" if data[key] != "xielu" else "relu2"
             changes.append((f"{key}={other}", {key: other}))
+    if data.get("feed_forward_proj") == "relu":
+        # T5 v1.1 and FLAN-T5's gated feed-forward: gelu_new for "gated-gelu" (unless
+        # config.json names dense_act_fn itself, as FLAN-T5's does), the name's tail else.
+        changes.append(("gated-gelu", {"feed_forward_proj": "gated-gelu"}))
+        changes.append(("gated-silu", {"feed_forward_proj": "gated-silu"}))
+        changes.append(("flan-t5", {"feed_forward_proj": "gated-gelu", "dense_act_fn": "gelu_new",
+                                    "is_gated_act": True, "tie_word_embeddings": False}))
+        changes.append(("dense_act_fn-given", {"feed_forward_proj": "gated-gelu",
+                                               "dense_act_fn": "relu"}))
     heads, kv = data.get("num_attention_heads"), data.get("num_key_value_heads")
     if isinstance(heads, int) and heads % 2 == 0 and isinstance(kv, int) and kv == heads:
         changes.append(("gqa", {"num_key_value_heads": heads // 2}))
