@@ -425,8 +425,7 @@ TEST_P(T5FeedForwardOf, IsWhatT5ConfigMakesOfIt) {
 INSTANTIATE_TEST_SUITE_P(
     Table, T5FeedForwardOf,
     ::testing::Values(
-        T5FeedForward{R"({"model_type": "t5", "num_layers": 2})", "T5DenseActDense", "wi",
-                      "ReLU"},
+        T5FeedForward{R"({"model_type": "t5", "num_layers": 2})", "T5DenseActDense", "wi", "ReLU"},
         T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-gelu"})",
                       "T5DenseGatedActDense", "wi_1", "NewGELUActivation"},
         T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-silu"})",
@@ -440,6 +439,50 @@ INSTANTIATE_TEST_SUITE_P(
         T5FeedForward{R"({"model_type": "t5", "num_layers": 2, "feed_forward_proj": "gated-gelu",
                          "dense_act_fn": "relu", "is_gated_act": false})",
                       "T5DenseActDense", "wi", "ReLU"}));
+
+// Which classes use_kernels gives a Hub kernel (the layer names transformers' decorators give
+// them; kernel_layers_check.py holds them against the kernels library's own marks).
+struct Kernelized {
+  const char* config;
+  std::map<std::string, std::string> layers;
+  std::map<std::string, std::vector<std::string>> functions;
+};
+
+class KernelLayersOf : public ::testing::TestWithParam<Kernelized> {};
+
+TEST_P(KernelLayersOf, AreTheDecoratedClassesOfTheModel) {
+  const ModelDescription model = backplane::model_from_config_json(GetParam().config);
+  ASSERT_TRUE(model.kernel_layers.has_value());
+  EXPECT_EQ(model.kernel_layers->layers, GetParam().layers) << GetParam().config;
+  EXPECT_EQ(model.kernel_layers->functions, GetParam().functions) << GetParam().config;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, KernelLayersOf,
+    ::testing::Values(
+        Kernelized{R"({"model_type": "llama", "num_hidden_layers": 1})",
+                   {{"LlamaRMSNorm", "RMSNorm"}, {"SiLUActivation", "SiLU"}},
+                   {{"LlamaAttention", {"rotary_pos_emb"}}}},
+        // The activation follows the config: another class, another layer name, or none.
+        Kernelized{R"({"model_type": "llama", "num_hidden_layers": 1, "hidden_act": "gelu"})",
+                   {{"GELUActivation", "GeLU"}, {"LlamaRMSNorm", "RMSNorm"}},
+                   {{"LlamaAttention", {"rotary_pos_emb"}}}},
+        Kernelized{R"({"model_type": "llama", "num_hidden_layers": 1, "hidden_act": "relu"})",
+                   {{"LlamaRMSNorm", "RMSNorm"}},
+                   {{"LlamaAttention", {"rotary_pos_emb"}}}},
+        // Gemma's RMSNorm (1 + weight) is not decorated: its own forward stays.
+        Kernelized{R"({"model_type": "gemma", "num_hidden_layers": 1})",
+                   {{"GELUTanh", "GeluTanh"}},
+                   {{"GemmaAttention", {"rotary_pos_emb"}}}},
+        Kernelized{R"({"model_type": "gpt_oss", "num_hidden_layers": 1})",
+                   {{"GptOssMLP", "MegaBlocksMoeMLP"}, {"GptOssRMSNorm", "RMSNorm"}},
+                   {{"GptOssAttention", {"rotary_pos_emb"}}}},
+        Kernelized{R"({"model_type": "mamba", "num_hidden_layers": 1})",
+                   {{"SiLUActivation", "SiLU"}},
+                   {{"MambaMixer",
+                     {"causal_conv1d_fn", "causal_conv1d_update", "mamba_inner_fn",
+                      "selective_scan_fn", "selective_state_update"}}}},
+        Kernelized{R"({"model_type": "t5", "num_layers": 1})", {}, {}}));
 
 TEST(ModelFromConfig, NestingIsBounded) {
   std::string deep = R"({"model_type": "llama", "x": )";

@@ -37,7 +37,9 @@ json toy_tree() {
     "tied_weights_keys": {"lm_head.weight": "model.embed.weight"},
     "tp_plan": [["model.blocks.*.proj", "colwise"]],
     "keep_in_fp32_modules": [],
-    "hyperparameters": {"hidden_size": 8, "vocab_size": 100}
+    "hyperparameters": {"hidden_size": 8, "vocab_size": 100},
+    "kernel_layers": {"layers": {"ToyBlock": "ToyLayer"},
+                      "functions": {"ToyBlock": ["rotary_pos_emb"]}}
   })");
 }
 
@@ -68,6 +70,16 @@ TEST(ModelFromTree, ReadsTheTreeExactly) {
   EXPECT_EQ(d.tied_weights_keys.at("lm_head.weight"), "model.embed.weight");
   EXPECT_EQ(d.tp_plan.at(0).second, "colwise");
   EXPECT_EQ(d.hyperparameters.at("vocab_size"), 100);
+  ASSERT_TRUE(d.kernel_layers.has_value());
+  EXPECT_EQ(d.kernel_layers->layers.at("ToyBlock"), "ToyLayer");
+  EXPECT_EQ(d.kernel_layers->functions.at("ToyBlock"), std::vector<std::string>{"rotary_pos_emb"});
+}
+
+// A tree file written before export-module-tree recorded kernel layers: not known, not none.
+TEST(ModelFromTree, KernelLayersOfAnOlderFileAreNotKnown) {
+  json tree = toy_tree();
+  tree.erase("kernel_layers");
+  EXPECT_FALSE(backplane::model_from_tree_json(tree.dump()).kernel_layers.has_value());
 }
 
 struct Bad {
@@ -128,7 +140,16 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "buffers[0]: must be [name, shape, dtype, persistent]"},
         Bad{"tied not pairs", [](json& tree) { tree["tied"] = json::array({1}); },
-            "tied: must be an array of arrays"}));
+            "tied: must be an array of arrays"},
+        Bad{"kernel layers without functions",
+            [](json& tree) { tree["kernel_layers"].erase("functions"); },
+            "kernel_layers: must be {\"layers\": {class: layer name}"},
+        Bad{"a kernel layer that is no name",
+            [](json& tree) { tree["kernel_layers"]["layers"]["ToyBlock"] = 3; },
+            "kernel_layers.layers.ToyBlock: must be a layer name"},
+        Bad{"kernel functions not a list",
+            [](json& tree) { tree["kernel_layers"]["functions"]["ToyBlock"] = "rotary_pos_emb"; },
+            "kernel_layers.functions.ToyBlock: must be a list of names"}));
 
 TEST(ModelFromTree, DuplicateKeysAndBadJsonAreRefused) {
   EXPECT_THROW(backplane::model_from_tree_json(R"({"format": 1, "format": 2})", "t"),

@@ -348,6 +348,16 @@ std::vector<std::string> model_lines(const backplane::ModelDescription& model) {
   for (const auto& [key, value] : model.hyperparameters) {
     lines.push_back("hyperparameter " + key + " " + std::to_string(value));
   }
+  if (!model.kernel_layers) lines.push_back("kernel layers not known");
+  if (model.kernel_layers) {
+    for (const auto& [name, layer] : model.kernel_layers->layers) {
+      lines.push_back("kernel layer " + name + " " + layer);
+    }
+    for (const auto& [name, layers] : model.kernel_layers->functions) {
+      for (const std::string& layer : layers)
+        lines.push_back("kernel function " + name + " " + layer);
+    }
+  }
   return lines;
 }
 

@@ -978,6 +978,7 @@ def synthesize(model_type, builder, probes):
         "tp_plan": listed(probes, "tp_plan", synth.spaces),
         "keep_in_fp32_modules": listed(probes, "keep_in_fp32_modules", synth.spaces),
         "hyperparameters": hyper,
+        "kernel_layers": kernel_layers_of(probes),
     }
     if builder.subs:
         descriptor["sub_configs"] = sorted(builder.subs)  # config.json nests their fields
@@ -1379,11 +1380,45 @@ def evaluate_descriptor(descriptor, raw, dtype="float32"):
     out["tp_plan"] = chosen("tp_plan")
     out["keep_in_fp32_modules"] = chosen("keep_in_fp32_modules")
     out["hyperparameters"] = {k: evaluate(e, space) for k, e in descriptor["hyperparameters"].items()}
+    out["kernel_layers"] = present_kernel_layers(descriptor, out["modules"])
     return out
 
 
+def activation_layer_names():
+    """{ACT2CLS class name: its Hub layer name}: what the C++ activation table holds."""
+    out = {}
+    for cls in ACT2CLS.values():
+        cls = cls[0] if isinstance(cls, tuple) else cls
+        name = TOOLMOD.class_layer_name(cls)
+        if name is not None:
+            out[cls.__name__] = name
+    return out
+
+
+def present_kernel_layers(descriptor, modules):
+    """The descriptor's kernel_layers (activations' from ACT2CLS) for the classes in `modules`,
+    as export-module-tree writes them."""
+    classes = {cls for _, cls in modules}
+    known = dict(activation_layer_names(), **descriptor["kernel_layers"]["layers"])
+    return {"layers": {c: known[c] for c in sorted(classes) if c in known},
+            "functions": {c: names for c, names in sorted(descriptor["kernel_layers"]["functions"].items())
+                          if c in classes}}
+
+
+def kernel_layers_of(probes):
+    """The union of the probes' kernel_layers, activations left to the activation table."""
+    activations = {(c[0] if isinstance(c, tuple) else c).__name__ for c in ACT2CLS.values()}
+    layers, functions = {}, {}
+    for _, tree, _ in probes:
+        for cls, name in tree["kernel_layers"]["layers"].items():
+            if cls not in activations:
+                layers[cls] = name
+        functions.update(tree["kernel_layers"]["functions"])
+    return {"layers": dict(sorted(layers.items())), "functions": dict(sorted(functions.items()))}
+
+
 COMPARED = ["modules", "parameters", "buffers", "no_split_modules", "tied", "tied_weights_keys",
-            "tp_plan", "keep_in_fp32_modules", "hyperparameters"]
+            "tp_plan", "keep_in_fp32_modules", "hyperparameters", "kernel_layers"]
 
 
 def first_difference(expected, got):
@@ -1633,9 +1668,58 @@ def probe_label(raw, base):
     return ", ".join(changed) or "class defaults"
 
 
+def node_classes(node, out):
+    """The class names a descriptor tree names, alternatives and repeats included."""
+    if "class" in node:
+        out.add(node["class"])
+    for alternative in node.get("alternatives", []):
+        node_classes(alternative["node"], out)
+    if "node" in node:
+        node_classes(node["node"], out)
+    for child in node.get("children", []):
+        node_classes(child, out)
+    return out
+
+
+def kernel_layers_by_name(builder, classes):
+    """kernel_layers_of for the classes named `classes`, found in the modules transformers
+    defines them in (the model's own, those it imports from, torch.nn), without probes."""
+    _, _, config = builder.build(base_probe(builder.fields))
+    with torch.device("meta"):
+        model = builder.auto.from_config(config, dtype=torch.float32)
+    found = {type(m).__name__: type(m) for m in model.modules()}
+    namespaces = [vars(sys.modules[type(model).__module__]), vars(torch.nn)]
+    activations = {(c[0] if isinstance(c, tuple) else c).__name__ for c in ACT2CLS.values()}
+    layers, functions = {}, {}
+    for name in sorted(classes - activations):
+        cls = found.get(name) or next((n[name] for n in namespaces if name in n), None)
+        if cls is None:
+            raise Unsupported(f"class {name} is not found where transformers defines the model")
+        layer = TOOLMOD.class_layer_name(cls)
+        if layer is not None:
+            layers[name] = layer
+        names = TOOLMOD.declared_function_layer_names(cls)
+        if names:
+            functions[name] = names
+    return {"layers": layers, "functions": functions}
+
+
+def with_kernel_layers(descriptor, kernel_layers):
+    """The descriptor with its kernel_layers where a full run writes them (after
+    hyperparameters)."""
+    out = {}
+    for key, value in descriptor.items():
+        if key != "kernel_layers":
+            out[key] = value
+        if key == "hyperparameters":
+            out["kernel_layers"] = kernel_layers
+    return out
+
+
 def refresh_checks(folder, wanted):
-    """--checks: the checks of descriptors already in `folder` written again (the rest of each
-    file as it is), as a full run writes them."""
+    """--checks: what descriptors already in `folder` hold from transformers' source (the
+    checks, the kernel layers) written again, the rest of each file as it is, as a full run
+    writes them."""
     for model_type in wanted:
         path = os.path.join(folder, model_type + ".json")
         if not os.path.exists(path):
@@ -1643,7 +1727,10 @@ def refresh_checks(folder, wanted):
         with open(path) as f:
             descriptor = json.load(f)
         try:
-            add_checks(descriptor, Builder(model_type))
+            builder = Builder(model_type)
+            add_checks(descriptor, builder)
+            descriptor = with_kernel_layers(descriptor, kernel_layers_by_name(
+                builder, node_classes(descriptor["tree"], set())))
         except Unsupported as e:
             print(f"{model_type}: checks not written: {e}", flush=True)
             continue

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (once) and prints the path of the Python virtual environment that holds the pinned
-# oracles of tests/python/requirements.txt. It lives outside the repository, keyed by the
-# requirements' hash, so a second run is instant: ${BACKPLANE_VENV_ROOT:-~/.cache/backplane}.
+# oracles of tests/python/requirements.txt, and requirements-extra.txt on top. It lives outside
+# the repository, keyed by the requirements' hash, so a second run is instant:
+# ${BACKPLANE_VENV_ROOT:-~/.cache/backplane}.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 requirements=$here/requirements.txt
@@ -23,5 +24,15 @@ if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" >&2
   touch "$venv/.complete"
+fi
+# Pins added later go on top, keyed by their own hash: adding one does not rebuild the few GiB
+# of torch the base holds.
+extra=$here/requirements-extra.txt
+extra_key=$(sha256sum "$extra" | cut -c1-12)
+if [ ! -f "$venv/.extra-$extra_key" ]; then
+  echo "venv.sh: installing $extra into $venv" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$extra" >&2
+  rm -f "$venv"/.extra-*
+  touch "$venv/.extra-$extra_key"
 fi
 echo "$venv"

@@ -29,6 +29,56 @@ OrderedJson target_json(const backplane::DeviceMapTarget& target) {
   return target.str();
 }
 
+// What use_kernels would give a Hub kernel in this model: one entry per Hub layer name and
+// class, with how many of its modules there are.
+struct KernelizedClass {
+  std::string layer;
+  std::string class_name;
+  bool function = false;  // a function the class's forward calls (rotary_pos_emb)
+  size_t modules = 0;
+};
+
+std::vector<KernelizedClass> kernelized_classes(const backplane::ModelDescription& model) {
+  std::vector<KernelizedClass> out;
+  if (!model.kernel_layers) return out;
+  std::map<std::string, size_t> count;
+  for (const backplane::NamedModule& m : backplane::named_modules(model.root)) {
+    ++count[m.module->class_name];
+  }
+  for (const auto& [class_name, layer] : model.kernel_layers->layers) {
+    out.push_back({layer, class_name, false, count[class_name]});
+  }
+  for (const auto& [class_name, layers] : model.kernel_layers->functions) {
+    for (const std::string& layer : layers)
+      out.push_back({layer, class_name, true, count[class_name]});
+  }
+  return out;
+}
+
+OrderedJson kernel_layers_json(const backplane::ModelDescription& model) {
+  if (!model.kernel_layers) return nullptr;
+  OrderedJson out = OrderedJson::array();
+  for (const KernelizedClass& k : kernelized_classes(model)) {
+    out.push_back({{"layer", k.layer},
+                   {k.function ? "called_in" : "class", k.class_name},
+                   {"modules", k.modules}});
+  }
+  return out;
+}
+
+void print_kernel_layers(const backplane::ModelDescription& model) {
+  if (!model.kernel_layers) {
+    std::cout << "\nuse_kernels layers: not known (the tree was not built by transformers)\n";
+    return;
+  }
+  std::string text;
+  for (const KernelizedClass& k : kernelized_classes(model)) {
+    text += (text.empty() ? "" : ", ") + k.layer + " (" + (k.function ? "in " : "") + k.class_name +
+            " x" + std::to_string(k.modules) + ")";
+  }
+  std::cout << "\nuse_kernels layers: " << (text.empty() ? "none" : text) << "\n";
+}
+
 // Where the model came from, whether its tree is transformers' own, and if not, why.
 void add_model_facts(OrderedJson& out, const backplane::ModelDescription& model,
                      const backplane::ModelSource& source) {
@@ -44,6 +94,7 @@ void add_model_facts(OrderedJson& out, const backplane::ModelDescription& model,
   out["exact"] = model.approximate_because.empty();
   out["approximate_because"] = model.approximate_because;
   if (!model.unchecked.empty()) out["unchecked_validators"] = model.unchecked;
+  out["kernel_layers"] = kernel_layers_json(model);
 }
 
 // One line naming the snapshot a Hub id resolved to, so the user sees which files were read.
@@ -209,6 +260,7 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
   }
   std::cout << "\noffloaded: " << (offloaded == 0 ? std::string("nothing") : offload_text) << "\n";
   for (const std::string& note : plan.notes) std::cout << "\nnote: " << note << "\n";
+  print_kernel_layers(model);
 }
 
 OrderedJson tp_json(const backplane::TensorParallelPlan& tp) {
@@ -410,6 +462,7 @@ int run_plan(const std::vector<std::string>& args) {
                          tp.rank_parameter_bytes[static_cast<size_t>(rank.rank)]))
                   << "\n";
       }
+      print_kernel_layers(model);
     }
     return kExitOk;
   }

@@ -61,6 +61,16 @@ struct Module {
   std::vector<Module> children;     // in definition order
 };
 
+// The layers use_kernels gives a Hub kernel (the kernels library's kernelize): module classes
+// decorated with use_kernel_forward_from_hub, by their Hub layer name ("LlamaRMSNorm" ->
+// "RMSNorm", "SiLUActivation" -> "SiLU"), and the classes whose forward calls kernelizable
+// functions (use_kernelized_func: "LlamaAttention" -> {"rotary_pos_emb"}). Classes of the
+// model only; a class that is in neither keeps its own forward.
+struct KernelLayers {
+  std::map<std::string, std::string> layers;
+  std::map<std::string, std::vector<std::string>> functions;
+};
+
 struct ModelDescription {
   std::string architecture;  // "LlamaForCausalLM"
   std::string model_type;    // "llama"
@@ -94,6 +104,9 @@ struct ModelDescription {
   // ("transformers' Phi3Config.validate_rope"): the tree is exact for a config they accept,
   // but one they refuse is described all the same. Empty for most architectures.
   std::vector<std::string> unchecked;
+  // nullopt when not known: a tree rebuilt from weights, a tree file written before
+  // export-module-tree recorded them.
+  std::optional<KernelLayers> kernel_layers;
 };
 
 // A module and its fully qualified name ("model.layers.0.mlp"; "" for the root), in the order

@@ -1,4 +1,5 @@
-// Source: transformers 5.24.0 activations.py (ACT2CLS and each class's __init__).
+// Source: transformers 5.24.0 activations.py (ACT2CLS, each class's __init__, and the Hub
+// layer name its use_kernel_forward_from_hub decorator gives it).
 #include "activation.hpp"
 
 namespace backplane::model_detail {
@@ -7,33 +8,34 @@ namespace {
 struct Activation {
   std::string_view name;
   std::string_view class_name;
+  std::string_view kernel_layer;  // "" where the class is not kernelizable
 };
 
 constexpr Activation kActivations[] = {
-    {"gelu", "GELUActivation"},
-    {"gelu_10", "ClippedGELUActivation"},
-    {"gelu_fast", "FastGELUActivation"},
-    {"gelu_new", "NewGELUActivation"},
-    {"gelu_python", "GELUActivation"},
-    {"gelu_pytorch_tanh", "GELUTanh"},
-    {"gelu_python_tanh", "GELUTanh"},
-    {"gelu_accurate", "AccurateGELUActivation"},
-    {"hardswish", "Hardswish"},
-    {"laplace", "LaplaceActivation"},
-    {"leaky_relu", "LeakyReLU"},
-    {"linear", "LinearActivation"},
-    {"mish", "MishActivation"},
-    {"quick_gelu", "QuickGELUActivation"},
-    {"relu", "ReLU"},
-    {"relu2", "ReLUSquaredActivation"},
-    {"relu6", "ReLU6"},
-    {"sigmoid", "Sigmoid"},
-    {"silu", "SiLUActivation"},
-    {"sqrtsoftplus", "SqrtSoftplusActivation"},
-    {"swish", "SiLU"},
-    {"tanh", "Tanh"},
-    {"prelu", "PReLU"},
-    {"xielu", "XIELUActivation"},
+    {"gelu", "GELUActivation", "GeLU"},
+    {"gelu_10", "ClippedGELUActivation", ""},
+    {"gelu_fast", "FastGELUActivation", "FastGELU"},
+    {"gelu_new", "NewGELUActivation", "NewGELU"},
+    {"gelu_python", "GELUActivation", "GeLU"},
+    {"gelu_pytorch_tanh", "GELUTanh", "GeluTanh"},
+    {"gelu_python_tanh", "GELUTanh", "GeluTanh"},
+    {"gelu_accurate", "AccurateGELUActivation", ""},
+    {"hardswish", "Hardswish", ""},
+    {"laplace", "LaplaceActivation", ""},
+    {"leaky_relu", "LeakyReLU", ""},
+    {"linear", "LinearActivation", ""},
+    {"mish", "MishActivation", ""},
+    {"quick_gelu", "QuickGELUActivation", "QuickGELU"},
+    {"relu", "ReLU", ""},
+    {"relu2", "ReLUSquaredActivation", ""},
+    {"relu6", "ReLU6", ""},
+    {"sigmoid", "Sigmoid", ""},
+    {"silu", "SiLUActivation", "SiLU"},
+    {"sqrtsoftplus", "SqrtSoftplusActivation", ""},
+    {"swish", "SiLU", ""},
+    {"tanh", "Tanh", ""},
+    {"prelu", "PReLU", ""},
+    {"xielu", "XIELUActivation", ""},
 };
 
 TensorInfo state(const char* name, std::vector<int64_t> shape, DType dtype, bool buffer) {
@@ -66,6 +68,13 @@ std::optional<Module> activation_module(std::string_view activation, std::string
     return result;
   }
   return std::nullopt;
+}
+
+std::string_view activation_kernel_layer(std::string_view class_name) {
+  for (const Activation& entry : kActivations) {
+    if (entry.class_name == class_name) return entry.kernel_layer;
+  }
+  return {};
 }
 
 std::string activation_names() {

@@ -15,6 +15,10 @@ namespace backplane::model_detail {
 // weight, XIELU's alphas); nullopt for a name ACT2CLS does not have.
 std::optional<Module> activation_module(std::string_view activation, std::string name, DType dtype);
 
+// The Hub layer name use_kernels looks activation class `class_name` up under ("SiLU" for
+// SiLUActivation); empty for a class that is not kernelizable or not an activation.
+std::string_view activation_kernel_layer(std::string_view class_name);
+
 // The names ACT2CLS accepts, comma-separated, for errors.
 std::string activation_names();
 

@@ -890,6 +890,32 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+void collect_classes(const Module& module, std::set<std::string>& out) {
+  out.insert(module.class_name);
+  for (const Module& child : module.children) collect_classes(child, out);
+}
+
+// The descriptor's kernel layers, and the activation classes', for the classes this tree has.
+KernelLayers present_kernel_layers(const Json& declared, const Module& root) {
+  std::set<std::string> classes;
+  collect_classes(root, classes);
+  KernelLayers out;
+  const Json& layers = declared.at("layers");
+  const Json& functions = declared.at("functions");
+  for (const std::string& name : classes) {
+    if (const auto layer = layers.find(name); layer != layers.end()) {
+      out.layers[name] = layer->get<std::string>();
+    } else if (const std::string_view activation = activation_kernel_layer(name);
+               !activation.empty()) {
+      out.layers[name] = std::string(activation);
+    }
+    if (const auto called = functions.find(name); called != functions.end()) {
+      out.functions[name] = called->get<std::vector<std::string>>();
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const EmbeddedDescriptor* descriptor_for_model_type(std::string_view model_type) {
@@ -963,6 +989,8 @@ ModelDescription build_from_descriptor(const EmbeddedDescriptor& entry, const Js
     evaluation.resolve(config);
     evaluation.check();
     ModelDescription description = evaluation.describe(chosen);
+    description.kernel_layers =
+        present_kernel_layers(compiled.descriptor.at("kernel_layers"), description.root);
     for (const std::string& by : compiled.unchecked) {
       description.unchecked.push_back("transformers' " + by);
     }

@@ -77,6 +77,7 @@ class TreeReader {
         out.hyperparameters[key] = value.get<int64_t>();
       }
     }
+    if (root_.contains("kernel_layers")) out.kernel_layers = kernel_layers();
     out.from_config = true;  // transformers' own tree: exact
     return out;
   }
@@ -84,6 +85,29 @@ class TreeReader {
  private:
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     throw InvalidArgument(source_ + ": " + field + ": " + what);
+  }
+
+  // {"layers": {class: Hub layer name}, "functions": {class: [Hub layer names]}}.
+  KernelLayers kernel_layers() const {
+    const Json& kernel = root_["kernel_layers"];
+    if (!kernel.is_object() || !kernel.contains("layers") || !kernel["layers"].is_object() ||
+        !kernel.contains("functions") || !kernel["functions"].is_object()) {
+      fail("kernel_layers",
+           "must be {\"layers\": {class: layer name}, \"functions\": {class: [layer names]}}");
+    }
+    KernelLayers out;
+    for (const auto& [name, layer] : kernel["layers"].items()) {
+      if (!layer.is_string()) fail("kernel_layers.layers." + name, "must be a layer name");
+      out.layers[name] = layer.get<std::string>();
+    }
+    for (const auto& [name, layers] : kernel["functions"].items()) {
+      if (!layers.is_array()) fail("kernel_layers.functions." + name, "must be a list of names");
+      for (const Json& layer : layers) {
+        if (!layer.is_string()) fail("kernel_layers.functions." + name, "must hold names");
+        out.functions[name].push_back(layer.get<std::string>());
+      }
+    }
+    return out;
   }
 
   std::string string_at(const Json& object, const char* key, const std::string& field) const {
