@@ -27,8 +27,7 @@ macro(backplane_find_cuda_toolkit)
   endif()
 endmacro()
 
-set(BACKPLANE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING
-    "CUDA targets: NN or NNa (machine code and PTX), NN[a]-real (machine code), NN[a]-virtual (PTX)")
+# BACKPLANE_CUDA_ARCHITECTURES (BackplaneOptions.cmake) lists the targets.
 
 function(backplane_cuda_gencode gencode_var targets_var)
   set(gencode "")

@@ -68,6 +68,10 @@ macro(_backplane_debian_packages)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+  # As Debian ships binaries: stripped, their debug information in a <package>-dbgsym package
+  # beside each (found by build id under /usr/lib/debug/.build-id). Without -g (a Release build)
+  # there is nothing to split and no -dbgsym package is made.
+  set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 
   get_cmake_property(components COMPONENTS)
   if("Unspecified" IN_LIST components)

@@ -10,8 +10,6 @@
 # configurations; README "Sanitizers and isolation" lists what runs where.
 include_guard(GLOBAL)
 
-set(BACKPLANE_SANITIZE "" CACHE STRING "Sanitizers: empty, address,undefined or thread")
-set_property(CACHE BACKPLANE_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
 
 if(BACKPLANE_SANITIZE STREQUAL "")
   return()

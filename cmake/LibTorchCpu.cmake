@@ -5,11 +5,6 @@
 # Sets BACKPLANE_LIBTORCH_CPU_FOUND. Included by torch/, tests/kernels and bench; when it is not
 # there, one configure message covers them all.
 
-if(NOT DEFINED BACKPLANE_PYTHON)
-  set(BACKPLANE_PYTHON "" CACHE FILEPATH
-      "Python of the oracle venv (tests/python/venv.sh); empty skips the differential tests")
-endif()
-
 function(backplane_libtorch_cpu_skip reason)
   get_property(told GLOBAL PROPERTY BACKPLANE_LIBTORCH_CPU_TOLD)
   if(NOT told)

@@ -18,7 +18,6 @@ if(NOT hwy_FOUND)
                  "need Highway (apt-get install libhwy-dev)")
 endif()
 
-option(BACKPLANE_CUDA_KERNELS "Build the CUDA kernels when a CUDA toolkit is found" ON)
 include(BackplaneCudaArchitectures)
 set(_backplane_layer_cuda OFF)
 if(BACKPLANE_CUDA_KERNELS)
@@ -94,8 +93,7 @@ endfunction()
 # one cpu variant (cxx11-cpu-<cpu>-<os>) and, when the CUDA kernels are built, one cuda variant
 # (cxx11-cu<major><minor>-<cpu>-<os>). `kernel-hub install <build>/hub-packages/backplane/<name>`
 # installs it. Each library is a plugin-ABI module exporting only backplane_plugin_get_api.
-set(BACKPLANE_PACKAGE_LICENSE "NOASSERTION" CACHE STRING
-    "SPDX license expression written into the in-tree kernel packages' metadata.json")
+# BACKPLANE_PACKAGE_LICENSE (BackplaneOptions.cmake) is written into their metadata.json.
 
 function(backplane_kernel_package)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "OPS;LAYERS")

@@ -51,7 +51,8 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   CCACHE_NOHASHDIR=true cmake -S "$root" -B "$build_dir" -G Ninja \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Fuzz \
     -DCMAKE_C_FLAGS_FUZZ="$fuzz_flags" -DCMAKE_CXX_FLAGS_FUZZ="$fuzz_flags" \
-    -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TOOLS=OFF -DBACKPLANE_WARNINGS_AS_ERRORS=ON \
+    -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TOOLS=OFF -DBACKPLANE_BUILD_BENCHMARKS=OFF \
+    -DBACKPLANE_WARNINGS_AS_ERRORS=ON \
     >"$build_dir.configure.log" 2>&1 || {
     cat "$build_dir.configure.log"
     exit 1

@@ -72,6 +72,21 @@ for d in "${debs[@]}"; do dpkg-deb -c "$d" | awk '$1 !~ /^d/ {print $6}'; done |
 [ ! -s "$work/duplicates" ] || fail "files in more than one package: $(cat "$work/duplicates")"
 
 for d in "${debs[@]}"; do dpkg-deb -x "$d" "$work/root"; done
+# Stripped as Debian ships them, the debug information in the -dbgsym packages.
+while IFS= read -r -d '' file; do
+  if readelf -S "$file" 2>/dev/null | grep -q '\.debug_info'; then
+    fail "$file is not stripped (debug information belongs in a -dbgsym package)"
+  fi
+done < <(find "$work/root/usr" -path "$work/root/usr/lib/debug" -prune -o -type f -print0)
+# cpack names them <package>-dbgsym_<version>_<arch>.ddeb (Debian's format, Ubuntu's suffix).
+for package in libbackplane0 libbackplane-hub0 backplane-tools; do
+  dbgsym="$work/debs/$package-dbgsym_${version}_$(dpkg --print-architecture).ddeb"
+  [ -f "$dbgsym" ] || fail "no $package-dbgsym package ($(basename "$dbgsym"))"
+  [ "$(dpkg-deb -f "$dbgsym" Package)" = "$package-dbgsym" ] || fail "$dbgsym is misnamed"
+  listing=$(dpkg-deb -c "$dbgsym")
+  grep -q '/usr/lib/debug/.build-id/.*\.debug$' <<<"$listing" ||
+    fail "$package-dbgsym holds no debug file:"$'\n'"$listing"
+done
 out=$(env -i PATH=/usr/bin:/bin "$work/root/usr/bin/hwprobe" --json) ||
   fail "the extracted hwprobe failed"
 printf '%s\n' "$out" >"$work/report.json"
