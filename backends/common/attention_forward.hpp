@@ -6,6 +6,11 @@
 
 #include <attention/attention.hpp>
 #include <backplane/plugin_sdk.hpp>
+#include <common/abi_status.hpp>
+
+#include <exception>
+#include <new>
+#include <string>
 
 namespace backplane::backends {
 
@@ -26,12 +31,13 @@ bp_status* run_attention_forward(void* context, const bp_attention_args* args, R
     tensors.value = args->value;
     tensors.mask = args->mask;
     tensors.output = args->output;
-    const auto status = run(tensors, *args);
-    if (status.ok()) return nullptr;
-    // The library's codes are the ABI's (kernels/attention/attention.hpp).
-    return host->status(static_cast<bp_status_code>(status.code), status.message);
-  } catch (...) {  // the library does not throw; an allocation failure in this frame might
+    return kernels::to_bp_status(host, run(tensors, *args));
+  } catch (const std::bad_alloc&) {  // the library does not throw; this frame might allocate
     return host->status(BP_OUT_OF_MEMORY, "attention_forward: out of memory");
+  } catch (const std::exception& e) {
+    return host->status(BP_INTERNAL, std::string("attention_forward: ") + e.what());
+  } catch (...) {
+    return host->status(BP_INTERNAL, "attention_forward: an unknown exception");
   }
 }
 

@@ -1,8 +1,5 @@
 #include "driver_api.hpp"
 
-#include <dlfcn.h>
-#include <link.h>
-
 namespace backplane::cuda {
 namespace {
 
@@ -10,21 +7,6 @@ namespace {
 // whose every call fails (CUDA_ERROR_STUB_LIBRARY), and it is named libcuda.so, so this name
 // cannot pick it up.
 constexpr const char* kLibraryName = "libcuda.so.1";
-
-template <class Fn>
-bool resolve(void* handle, const char* symbol, Fn& out) {
-  void* address = dlsym(handle, symbol);
-  out = reinterpret_cast<Fn>(address);
-  return address != nullptr;
-}
-
-std::string loaded_path(void* handle) {
-  link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) {
-    return "";
-  }
-  return map->l_name;
-}
 
 }  // namespace
 
@@ -42,20 +24,21 @@ std::string driver_load_failure_reason(const std::string& dlerror_text) {
 }
 
 DriverLibrary::DriverLibrary() {
-  handle_ = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL);
-  if (handle_ == nullptr) {
-    const char* why = dlerror();
-    error_ = driver_load_failure_reason(why != nullptr ? why : "dlopen failed");
+  std::string why;
+  library_ = internal::DynamicLibrary::open(kLibraryName, why,
+                                            internal::DynamicLibrary::OnClose::kUnloads);
+  if (!library_) {
+    error_ = driver_load_failure_reason(why);
     return;
   }
-  path_ = loaded_path(handle_);
+  path_ = library_.path();
 
   // Every required entry exists in drivers for CUDA 11.0 and newer (the _v2 primary-context
   // release is the newest of them).
   DriverEntryPoints& a = api_;
   std::string missing;
   const auto need = [&](const char* symbol, auto& slot) {
-    if (!resolve(handle_, symbol, slot))
+    if (!library_.resolve(symbol, slot))
       missing += (missing.empty() ? "" : ", ") + std::string(symbol);
   };
   need("cuGetErrorName", a.cuGetErrorName);
@@ -75,8 +58,8 @@ DriverLibrary::DriverLibrary() {
   need("cuMemGetInfo_v2", a.cuMemGetInfo_v2);
   // cuDeviceGetUuid_v2 came with CUDA 11.4; before it the older entry is the only one, and
   // there is no MIG to tell apart.
-  resolve(handle_, "cuDeviceGetUuid", a.cuDeviceGetUuid);
-  if (!resolve(handle_, "cuDeviceGetUuid_v2", a.cuDeviceGetUuid_v2)) {
+  library_.resolve("cuDeviceGetUuid", a.cuDeviceGetUuid);
+  if (!library_.resolve("cuDeviceGetUuid_v2", a.cuDeviceGetUuid_v2)) {
     a.cuDeviceGetUuid_v2 = a.cuDeviceGetUuid;
   }
   if (a.cuDeviceGetUuid_v2 == nullptr) need("cuDeviceGetUuid_v2", a.cuDeviceGetUuid_v2);
@@ -86,9 +69,7 @@ DriverLibrary::DriverLibrary() {
   }
 }
 
-DriverLibrary::~DriverLibrary() {
-  if (handle_ != nullptr) dlclose(handle_);
-}
+DriverLibrary::~DriverLibrary() = default;
 
 CUresult DriverLibrary::init() {
   const CUresult result = api_.cuInit(0);
@@ -97,9 +78,7 @@ CUresult DriverLibrary::init() {
   // hosts (JuliaGPU/CUDA.jl#1848, #2446). So from here the library stays mapped for the life
   // of the process, as if it were linked: RTLD_NODELETE marks it, and our own handle (and this
   // extra one) are still closed, keeping the loader's count exact.
-  if (void* pin = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE)) {
-    dlclose(pin);
-  }
+  library_.keep_mapped(kLibraryName);
   return result;
 }
 

@@ -6,6 +6,8 @@
 // kept for old binaries (cuMemGetInfo with 32-bit sizes, for one).
 #pragma once
 
+#include <backplane/internal/dynamic_library.hpp>
+
 #include <cstddef>
 #include <string>
 
@@ -90,7 +92,7 @@ class DriverLibrary {
   std::string describe(CUresult code) const;
 
  private:
-  void* handle_ = nullptr;  // owned: dlclose'd by the destructor
+  internal::DynamicLibrary library_;
   DriverEntryPoints api_;
   std::string path_;
   std::string error_;

@@ -1,33 +1,24 @@
 #include "nvml_api.hpp"
 
-#include <dlfcn.h>
-
 namespace backplane::cuda {
 namespace {
 
 constexpr const char* kLibraryName = "libnvidia-ml.so.1";
 
-template <class Fn>
-bool resolve(void* handle, const char* symbol, Fn& out) {
-  void* address = dlsym(handle, symbol);
-  out = reinterpret_cast<Fn>(address);
-  return address != nullptr;
-}
-
 }  // namespace
 
 NvmlLibrary::NvmlLibrary() {
-  handle_ = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL);
-  if (handle_ == nullptr) {
-    const char* why = dlerror();
-    error_ = std::string(kLibraryName) + " could not be loaded (" +
-             (why != nullptr ? why : "dlopen failed") + ")";
+  std::string why;
+  library_ = internal::DynamicLibrary::open(kLibraryName, why,
+                                            internal::DynamicLibrary::OnClose::kUnloads);
+  if (!library_) {
+    error_ = std::string(kLibraryName) + " could not be loaded (" + why + ")";
     return;
   }
   NvmlEntryPoints& a = api_;
   std::string missing;
   const auto need = [&](const char* symbol, auto& slot) {
-    if (!resolve(handle_, symbol, slot))
+    if (!library_.resolve(symbol, slot))
       missing += (missing.empty() ? "" : ", ") + std::string(symbol);
   };
   need("nvmlInit_v2", a.nvmlInit_v2);
@@ -51,7 +42,6 @@ NvmlLibrary::NvmlLibrary() {
 
 NvmlLibrary::~NvmlLibrary() {
   if (initialized_) api_.nvmlShutdown();
-  if (handle_ != nullptr) dlclose(handle_);
 }
 
 std::string NvmlLibrary::describe(nvmlReturn_t result) const {

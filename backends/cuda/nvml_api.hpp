@@ -5,6 +5,8 @@
 // points are declared here from the NVML reference; nvml.h is not needed.
 #pragma once
 
+#include <backplane/internal/dynamic_library.hpp>
+
 #include <optional>
 #include <string>
 
@@ -58,7 +60,7 @@ class NvmlLibrary {
  private:
   std::string describe(nvmlReturn_t result) const;
 
-  void* handle_ = nullptr;  // owned
+  internal::DynamicLibrary library_;
   NvmlEntryPoints api_;
   bool initialized_ = false;
   std::string error_;

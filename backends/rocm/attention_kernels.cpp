@@ -1,7 +1,9 @@
 #include "attention_kernels.hpp"
 
-#include <dlfcn.h>
+#include <backplane/internal/dynamic_library.hpp>
+#include <backplane/internal/text.hpp>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -14,11 +16,9 @@ constexpr int kHalfBits = 16;
 
 // The folder this plugin was loaded from ("" when unknown), where the module sits.
 std::string own_folder() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || !info.dli_fname) return {};
-  const std::string path = info.dli_fname;
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  const std::filesystem::path library =
+      internal::library_holding(reinterpret_cast<const void*>(&own_folder));
+  return library.empty() ? std::string() : library.parent_path().string() + "/";
 }
 
 template <int kKernel>
@@ -29,12 +29,6 @@ bp_status* trampoline(void* context, const bp_attention_args* args) noexcept {
   } catch (...) {  // an allocation failed; the short message needs none
     return self->out_of_memory();
   }
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : " ") + s;
-  return out;
 }
 
 }  // namespace
@@ -72,21 +66,21 @@ void AttentionKernels::register_all(sdk::Registrar& registrar,
       }
     }
   }
-  host_.debug("HIP attention kernels (" + std::string(kModuleName) + ") for " + join(archs_));
+  host_.debug("HIP attention kernels (" + std::string(kModuleName) + ") for " +
+              internal::join(archs_, " "));
 }
 
 AttentionKernels::ForwardFn AttentionKernels::entry() {
   std::call_once(once_, [this] {
     const std::string path = own_folder() + kModuleName;
-    // Never closed: the HIP runtime it pulls in registers process-exit handlers.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      load_error_ = "the HIP attention kernels " + path +
-                    " could not be loaded: " + (why ? why : "unknown dlopen error");
+    // Stays mapped: the HIP runtime it pulls in registers process-exit handlers.
+    std::string why;
+    module_ = internal::DynamicLibrary::open(path, why);
+    if (!module_) {
+      load_error_ = "the HIP attention kernels " + path + " could not be loaded: " + why;
       return;
     }
-    forward_ = reinterpret_cast<ForwardFn>(dlsym(handle, "backplane_rocm_attention_forward"));
+    forward_ = module_.function<ForwardFn>("backplane_rocm_attention_forward");
     if (forward_ == nullptr) load_error_ = path + " lacks backplane_rocm_attention_forward";
   });
   return forward_;
@@ -115,7 +109,7 @@ bp_status* AttentionKernels::forward(int kernel, const bp_attention_args* args) 
       for (const std::string& a : archs_) built = built || a == arch;
       if (!built) {
         return host_.status(BP_UNAVAILABLE, "attention: the HIP kernels were built for " +
-                                                join(archs_) + ", but GPU " +
+                                                internal::join(archs_, " ") + ", but GPU " +
                                                 std::to_string(index) + " is " +
                                                 (arch.empty() ? "of an unknown arch" : arch));
       }
@@ -133,7 +127,7 @@ bp_status* AttentionKernels::forward(int kernel, const bp_attention_args* args) 
   char message[1024] = {};
   const int code = fn(route, args, message, sizeof message);
   if (code == BP_OK) return nullptr;
-  return host_.status(static_cast<bp_status_code>(code), message);
+  return host_.status(kernels::to_bp_status_code(code), message);
 }
 
 }  // namespace backplane::rocm

@@ -4,6 +4,7 @@
 // itself never links the HIP runtime.
 #pragma once
 
+#include <backplane/internal/dynamic_library.hpp>
 #include <backplane/plugin_sdk.hpp>
 
 #include <mutex>
@@ -37,6 +38,7 @@ class AttentionKernels {
   std::vector<std::string> archs_;
   std::vector<std::string> device_archs_;
   std::once_flag once_;
+  internal::DynamicLibrary module_;
   ForwardFn forward_ = nullptr;
   std::string load_error_;
 };

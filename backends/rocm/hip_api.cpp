@@ -17,7 +17,7 @@ std::unique_ptr<HipRuntime> HipRuntime::open(const std::vector<std::string>& can
   std::string first_error = "no candidate";  // the first candidate's error is the one to report
   for (size_t i = 0; i < candidates.size() && !runtime->library_; ++i) {
     std::string candidate_error;
-    runtime->library_ = backends::DynamicLibrary::open(candidates[i], candidate_error);
+    runtime->library_ = internal::DynamicLibrary::open(candidates[i], candidate_error);
     if (i == 0) first_error = candidate_error;
   }
   if (!runtime->library_) {
@@ -26,7 +26,7 @@ std::unique_ptr<HipRuntime> HipRuntime::open(const std::vector<std::string>& can
   }
   error.clear();
 
-  const backends::DynamicLibrary& lib = runtime->library_;
+  const internal::DynamicLibrary& lib = runtime->library_;
   auto resolve = [&](auto& fn, const char* symbol, bool required) {
     fn = lib.function<std::remove_reference_t<decltype(fn)>>(symbol);
     if (fn == nullptr && required && error.empty()) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dynamic_library.hpp"
+#include <backplane/internal/dynamic_library.hpp>
 
 namespace backplane::rocm {
 
@@ -80,7 +80,7 @@ class HipRuntime {
   }
 
  private:
-  backends::DynamicLibrary library_;
+  internal::DynamicLibrary library_;
 };
 
 }  // namespace backplane::rocm

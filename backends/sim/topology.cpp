@@ -1,7 +1,9 @@
 #include "topology.hpp"
 
-#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
+#include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/files.hpp>
+#include <backplane/internal/text.hpp>
 #include <backplane/units.hpp>
 
 #include <nlohmann/json.hpp>
@@ -19,12 +21,6 @@ using nlohmann::json;
 // A topology names a few dozen devices; anything much larger is not one.
 constexpr std::uintmax_t kMaxTopologyBytes = 1 << 20;
 constexpr size_t kMaxDevices = 4096;
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
 
 class DeviceReader {
  public:
@@ -79,7 +75,7 @@ SimDevice read_device(const json& object, size_t position) {
   d.type = reader.string("type", true);
   const auto& types = simulated_types();
   if (std::find(types.begin(), types.end(), d.type) == types.end()) {
-    reader.fail("has type \"" + d.type + "\"; a topology may declare " + join(types));
+    reader.fail("has type \"" + d.type + "\"; a topology may declare " + internal::join(types));
   }
   d.name = reader.string("name", true);
   if (d.name.empty()) reader.fail("has an empty name");
@@ -157,17 +153,13 @@ Topology parse_topology(const std::string& json_text) {
 }
 
 Topology read_topology(const std::filesystem::path& file) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(file, ec);
-  if (ec) throw TopologyError("cannot read " + file.string() + ": " + ec.message());
-  if (size > kMaxTopologyBytes) {
-    throw TopologyError(file.string() + " is " + std::to_string(size) + " bytes; the limit is " +
-                        std::to_string(kMaxTopologyBytes));
+  std::string text;
+  try {
+    text = internal::read_bounded_file(file, kMaxTopologyBytes, file.string());
+  } catch (const InvalidArgument& e) {
+    throw TopologyError(e.what());
   }
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_topology(text.str());
+  return parse_topology(text);
 }
 
 }  // namespace backplane::sim

@@ -10,14 +10,14 @@ std::unique_ptr<ZeLoader> ZeLoader::open(std::string& error) {
 
 std::unique_ptr<ZeLoader> ZeLoader::open(const std::string& library, std::string& error) {
   auto loader = std::make_unique<ZeLoader>();
-  loader->library_ = backends::DynamicLibrary::open(library, error);
+  loader->library_ = internal::DynamicLibrary::open(library, error);
   if (!loader->library_) {
     error = "the Level Zero loader " + library + " was not found (" + error + ")";
     return nullptr;
   }
   error.clear();
 
-  const backends::DynamicLibrary& lib = loader->library_;
+  const internal::DynamicLibrary& lib = loader->library_;
   auto resolve = [&](auto& fn, const char* name, bool required) {
     fn = lib.function<std::remove_reference_t<decltype(fn)>>(name);
     if (fn == nullptr && required && error.empty()) {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "dynamic_library.hpp"
+#include <backplane/internal/dynamic_library.hpp>
 
 namespace backplane::xpu {
 
@@ -34,7 +34,7 @@ class ZeLoader {
   decltype(&::zeDevicePciGetPropertiesExt) device_pci_get_properties_ext = nullptr;
 
  private:
-  backends::DynamicLibrary library_;
+  internal::DynamicLibrary library_;
 };
 
 }  // namespace backplane::xpu

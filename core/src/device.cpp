@@ -1,6 +1,7 @@
-// Device-string parsing with c10's grammar and messages (spec/device-rules.md §1).
+// Device-string parsing with c10's grammar and messages (docs/device-rules.md §1).
 #include <backplane/device.hpp>
 #include <backplane/error.hpp>
+#include <backplane/internal/text.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -62,12 +63,6 @@ bool is_valid_device_type_name(std::string_view name) {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 [[noreturn]] void invalid(std::string_view text) {
   throw InvalidArgument("Invalid device string: '" + std::string(text) + "'");
 }
@@ -109,7 +104,7 @@ Device parse_device_grammar(std::string_view text) {
 Device parse_device(std::string_view text, const std::vector<std::string>& known_types) {
   Device device = parse_device_grammar(text);
   if (std::find(known_types.begin(), known_types.end(), device.type()) == known_types.end()) {
-    throw InvalidArgument("Expected one of " + join(known_types) +
+    throw InvalidArgument("Expected one of " + internal::join(known_types) +
                           " device type at start of device string: " + device.type());
   }
   return device;

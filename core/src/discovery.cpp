@@ -1,6 +1,6 @@
 #include "discovery.hpp"
 
-#include <boost/dll/runtime_symbol_info.hpp>
+#include <backplane/internal/dynamic_library.hpp>
 
 #include <algorithm>
 #include <set>
@@ -10,9 +10,10 @@ namespace backplane {
 
 std::filesystem::path default_plugin_directory() {
   std::error_code ec;
-  // The folder of the library this line is compiled into: libbackplane.so.
-  std::filesystem::path library = boost::dll::this_line_location(ec);
-  if (ec) return {};
+  // The folder of the library this function is compiled into: libbackplane.so.
+  std::filesystem::path library =
+      internal::library_holding(reinterpret_cast<const void*>(&default_plugin_directory));
+  if (library.empty()) return {};
   // The loader reports the path it opened, e.g. ".../bin/../lib/libbackplane.so" via RPATH.
   if (std::filesystem::path canonical = std::filesystem::weakly_canonical(library, ec); !ec) {
     library = canonical;

@@ -1,7 +1,5 @@
 #include "loaded_plugin.hpp"
 
-#include <boost/dll/shared_library_load_mode.hpp>
-
 #include <filesystem>
 #include <system_error>
 
@@ -15,17 +13,7 @@ std::string abi_string(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-// Boost.DLL wraps dlerror's text in its own; keep the part a person can act on.
-std::string dlopen_reason(const std::string& what) {
-  const std::string marker = "dlerror system message: ";
-  const size_t start = what.find(marker);
-  if (start == std::string::npos) return what;
-  const size_t end = what.rfind(')');
-  const size_t from = start + marker.size();
-  return what.substr(from, end == std::string::npos || end < from ? std::string::npos : end - from);
-}
-
-boost::dll::shared_library open_library(const std::filesystem::path& path) {
+internal::DynamicLibrary open_library(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     throw LoadError("library not found: " + path.string());
@@ -33,14 +21,12 @@ boost::dll::shared_library open_library(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw LoadError("library is not a regular file: " + path.string());
   }
-  try {
-    // RTLD_LOCAL keeps one plugin's symbols from resolving another's; RTLD_NOW reports a
-    // missing dependency here rather than as a crash at the first call.
-    return boost::dll::shared_library(
-        path, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
-  } catch (const std::exception& e) {
-    throw LoadError("cannot load library: " + dlopen_reason(e.what()));
-  }
+  std::string error;
+  // Unloaded with the plugin: a host that stops using it gets its memory back.
+  internal::DynamicLibrary library = internal::DynamicLibrary::open(
+      path.string(), error, internal::DynamicLibrary::OnClose::kUnloads);
+  if (!library) throw LoadError("cannot load library: " + error);
+  return library;
 }
 
 }  // namespace
@@ -54,11 +40,11 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const Manifest& manifest, const
   }
   std::unique_ptr<LoadedPlugin> plugin(new LoadedPlugin());
   plugin->library_ = open_library(manifest.library);
-  if (!plugin->library_.has(BP_ENTRY_SYMBOL)) {
+  const auto get_api = plugin->library_.function<bp_get_api_fn>(BP_ENTRY_SYMBOL);
+  if (get_api == nullptr) {
     throw LoadError(std::string("not a backplane plugin: the library does not export ") +
                     BP_ENTRY_SYMBOL);
   }
-  const auto get_api = plugin->library_.get<std::remove_pointer_t<bp_get_api_fn>>(BP_ENTRY_SYMBOL);
   const bp_plugin_api* table = get_api(BP_ABI_VERSION_MAJOR, BP_ABI_VERSION_MINOR);
   if (table == nullptr) {
     throw LoadError(std::string(BP_ENTRY_SYMBOL) + " returned NULL: the plugin cannot serve a " +

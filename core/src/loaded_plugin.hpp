@@ -3,8 +3,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
-
-#include <boost/dll/shared_library.hpp>
+#include <backplane/internal/dynamic_library.hpp>
 
 #include <memory>
 #include <stdexcept>
@@ -45,8 +44,8 @@ class LoadedPlugin {
  private:
   LoadedPlugin() = default;
 
-  boost::dll::shared_library library_;  // declared first: unloaded last
-  bp_plugin_api api_{};                 // the plugin's table, read into this core's layout
+  internal::DynamicLibrary library_;  // declared first: unloaded last
+  bp_plugin_api api_{};               // the plugin's table, read into this core's layout
   bp_host_context host_context_;
   bp_host_api host_api_{};
   bp_plugin_state* state_ = nullptr;

@@ -1,7 +1,8 @@
 #include "manifest.hpp"
 
-#include <backplane/checked_json.hpp>
 #include <backplane/device.hpp>
+#include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/files.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -110,18 +111,13 @@ Manifest parse_manifest(const std::string& json_text, const std::filesystem::pat
 }
 
 Manifest read_manifest(const std::filesystem::path& manifest_path) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(manifest_path, ec);
-  if (ec) throw ManifestError("cannot read manifest: " + ec.message());
-  if (size > kMaxManifestBytes) {
-    throw ManifestError("manifest is " + std::to_string(size) + " bytes; the limit is " +
-                        std::to_string(kMaxManifestBytes));
+  std::string text;
+  try {
+    text = internal::read_bounded_file(manifest_path, kMaxManifestBytes, "manifest");
+  } catch (const InvalidArgument& e) {
+    throw ManifestError(e.what());
   }
-  std::ifstream in(manifest_path, std::ios::binary);
-  if (!in) throw ManifestError("cannot open manifest for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_manifest(text.str(), manifest_path);
+  return parse_manifest(text, manifest_path);
 }
 
 }  // namespace backplane::detail

@@ -2,6 +2,7 @@
 
 #include <backplane/device.hpp>
 #include <backplane/error.hpp>
+#include <backplane/internal/text.hpp>
 #include <backplane/kernel_mapping.hpp>
 
 #include <algorithm>
@@ -14,12 +15,6 @@ namespace {
 
 std::string copy(const char* s) {
   return s != nullptr ? std::string(s) : std::string();
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 bool is_property_name(const std::string& name) {
@@ -276,13 +271,13 @@ std::string check_device_type(const bp_registrar_context& context, const Backend
   }
   const std::vector<std::string>& listed = context.manifest->device_types;
   if (std::find(listed.begin(), listed.end(), type) == listed.end()) {
-    return "device type '" + type + "' is not in the manifest's device_types [" + join(listed) +
-           "]";
+    return "device type '" + type + "' is not in the manifest's device_types [" +
+           internal::join(listed) + "]";
   }
   const std::vector<std::string> owners = reserved_type_owners(type);
   if (!owners.empty() &&
       std::find(owners.begin(), owners.end(), context.manifest->name) == owners.end()) {
-    return "device type '" + type + "' is reserved for the plugins " + join(owners);
+    return "device type '" + type + "' is reserved for the plugins " + internal::join(owners);
   }
   for (const BackendInfo& b : context.pending.backends) {
     if (b.type == type) return "device type '" + type + "' registered twice";

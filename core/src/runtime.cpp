@@ -1,5 +1,6 @@
 // Runtime::open: discover manifests, load each selected plugin, freeze what they registered.
 #include <backplane/error.hpp>
+#include <backplane/internal/text.hpp>
 #include <backplane/runtime.hpp>
 #include <backplane/sim_topology.hpp>
 
@@ -128,12 +129,6 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // Why the manifest or its library must not be loaded: a relative library_path that a symbolic
 // link takes out of the manifest's folder, or (unless turned off) files or folders that others
 // could have written. Empty when they may be loaded.
@@ -191,7 +186,7 @@ void Runtime::Impl::load_one(const std::filesystem::path& manifest_path,
 
   if (options.only_plugins && !contains(*options.only_plugins, manifest.name)) {
     info.status = PluginStatus::kDisabled;
-    info.error = "not among the selected plugins (" + join(*options.only_plugins) + ")";
+    info.error = "not among the selected plugins (" + internal::join(*options.only_plugins) + ")";
   } else if (contains(options.disabled_plugins, manifest.name)) {
     info.status = PluginStatus::kDisabled;
     info.error = "disabled by request";
@@ -361,7 +356,7 @@ const DeviceInfo& Runtime::device(const Device& wanted) const {
     throw NotFound("no " + wanted.type() + " devices are present, so " + wanted.str() +
                    " cannot be used");
   }
-  throw NotFound("device " + wanted.str() + " does not exist; present: " + join(present));
+  throw NotFound("device " + wanted.str() + " does not exist; present: " + internal::join(present));
 }
 
 std::vector<KernelInfo> Runtime::kernels() const {
@@ -407,7 +402,8 @@ AttentionKernel Runtime::attention_kernel(const Device& wanted,
   }
   throw NotFound("no " + std::string(kAttentionForward) + " kernel '" +
                  std::string(implementation) + "' for " + info.device.str() +
-                 "; its backend offers " + (offered.empty() ? std::string("none") : join(offered)));
+                 "; its backend offers " +
+                 (offered.empty() ? std::string("none") : internal::join(offered)));
 }
 
 AttentionResolution Runtime::resolve_attention(const Device& wanted,

@@ -22,49 +22,6 @@ bool is_small_number(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string read_small_file(const fs::path& file, uint64_t max_bytes) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(file, ec);
-  if (ec || !fs::is_regular_file(status)) {
-    throw InvalidArgument(file.string() + ": " +
-                          (ec ? ec.message() : std::string("not a regular file")));
-  }
-  const uintmax_t size = fs::file_size(file, ec);
-  if (ec) throw InvalidArgument(file.string() + ": " + ec.message());
-  if (size > max_bytes) {
-    throw InvalidArgument(file.string() + " is " + std::to_string(size) + " bytes; the limit is " +
-                          std::to_string(max_bytes));
-  }
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) throw InvalidArgument(file.string() + ": cannot be read");
-  return text.str();
-}
-
-void write_file_atomically(const fs::path& file, std::string_view text) {
-  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  std::string temp = (folder / ("." + file.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) {
-    throw Error("cannot write " + file.string() + ": " +
-                std::error_code(errno, std::generic_category()).message());
-  }
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  const bool ok = written == text.size() && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(temp.c_str(), file.c_str()) != 0) {
-    const std::string reason = std::error_code(errno, std::generic_category()).message();
-    ::unlink(temp.c_str());
-    throw Error("cannot write " + file.string() + ": " + reason);
-  }
-}
-
 std::vector<std::string> package_files(const fs::path& root) {
   std::vector<std::string> files;
   std::error_code ec;

@@ -1,4 +1,5 @@
-// File helpers for the hub: reading bounded files, walking a package tree, staging folders.
+// File helpers for the hub: walking a package tree, staging folders (bounded reads and atomic
+// writes are backplane/internal/files.hpp).
 // Internal to libbackplane-hub.
 #pragma once
 
@@ -12,13 +13,6 @@ namespace backplane::hub::detail {
 
 // 1-9 decimal digits.
 bool is_small_number(std::string_view text);
-
-// The whole file, refused (InvalidArgument naming the file) when missing or above `max_bytes`.
-std::string read_small_file(const std::filesystem::path& file, uint64_t max_bytes);
-
-// Writes `text` to `file` through a temporary file in the same folder and a rename, so a
-// reader sees the old content or the new, never a part.
-void write_file_atomically(const std::filesystem::path& file, std::string_view text);
 
 // Regular files under `root`, as sorted relative paths with '/' separators. A package holds
 // only regular files and folders: a symbolic link or a special file throws InvalidArgument

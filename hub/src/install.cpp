@@ -4,6 +4,7 @@
 #include <backplane/hub/errors.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/store.hpp>
+#include <backplane/internal/files.hpp>
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -58,8 +59,10 @@ RepoId check_package(const fs::path& package, const fs::path& shown_as) {
       }
     }();
     detail::package_files(it->path());  // only regular files and folders
-    const PackageMetadata metadata = parse_metadata(
-        detail::read_small_file(it->path() / "metadata.json", 1 << 20), shown / "metadata.json");
+    const PackageMetadata metadata =
+        parse_metadata(internal::read_bounded_file(it->path() / "metadata.json", 1 << 20,
+                                                   (it->path() / "metadata.json").string()),
+                       shown / "metadata.json");
     check_metadata_fits(metadata, variant, shown / "metadata.json");
     if (!fs::is_regular_file(it->path() / metadata.library, ec)) {
       throw InvalidArgument((shown / "metadata.json").string() + ": library: " + metadata.library +

@@ -1,6 +1,7 @@
-#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
 #include <backplane/hub/lock.hpp>
+#include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/files.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -172,7 +173,7 @@ LockFile LockFile::parse(std::string_view text, const std::string& source) {
 }
 
 LockFile LockFile::read(const fs::path& file) {
-  return parse(detail::read_small_file(file, 64u << 20), file.string());
+  return parse(internal::read_bounded_file(file, 64u << 20, file.string()), file.string());
 }
 
 std::string LockFile::dump() const {

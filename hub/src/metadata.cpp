@@ -1,8 +1,9 @@
 #include <backplane/plugin.h>
-#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/repo_id.hpp>
+#include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/files.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -230,7 +231,7 @@ PackageMetadata parse_metadata(std::string_view text, const std::filesystem::pat
 }
 
 PackageMetadata read_metadata(const std::filesystem::path& file) {
-  return parse_metadata(detail::read_small_file(file, 1 << 20), file);
+  return parse_metadata(internal::read_bounded_file(file, 1 << 20, file.string()), file);
 }
 
 std::string to_json(const PackageMetadata& m) {

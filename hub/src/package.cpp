@@ -1,8 +1,8 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
 #include <backplane/hub/package.hpp>
-
-#include <dlfcn.h>
+#include <backplane/internal/dynamic_library.hpp>
+#include <backplane/internal/text.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -17,7 +17,7 @@ namespace {
 // The open library and what its init made. Kernels own it (PackageKernel::owner), so it lives
 // while any of them does; shutdown runs, then the library closes.
 struct PackageLibrary {
-  void* handle = nullptr;
+  internal::DynamicLibrary library;  // declared first: closed last
   detail::PackageHostContext host_context;
   bp_host_api host_api{};
   bp_plugin_api api{};
@@ -29,7 +29,6 @@ struct PackageLibrary {
   PackageLibrary& operator=(const PackageLibrary&) = delete;
   ~PackageLibrary() {
     if (initialized && api.shutdown != nullptr) api.shutdown(state);
-    if (handle != nullptr) ::dlclose(handle);
   }
 };
 
@@ -55,10 +54,8 @@ std::string label(const PackageSource& s) {
   throw PackageError(label(s) + ": " + why);
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : " ") + i;
-  return out.empty() ? "(any)" : out;
+std::string dtypes_text(const std::vector<std::string>& dtypes) {
+  return dtypes.empty() ? "(any)" : internal::join(dtypes, " ");
 }
 
 std::string cc_text(const std::optional<ComputeCapability>& cc) {
@@ -84,8 +81,8 @@ void check_against_metadata(const PackageSource& s, const PackageMetadata& m,
     std::sort(registered.begin(), registered.end());
     std::sort(declared.begin(), declared.end());
     if (registered != declared) {
-      fail(s, what + "with dtypes " + join(registered) + ", but " + file + " declares " +
-                  join(declared));
+      fail(s, what + "with dtypes " + dtypes_text(registered) + ", but " + file + " declares " +
+                  dtypes_text(declared));
     }
     if (!(i.min_compute_capability == f->min_compute_capability) ||
         i.max_head_dim != f->max_head_dim) {
@@ -152,22 +149,15 @@ LoadedPackage load_package_variant(const PackageSource& s, const PackageLoadOpti
   if (!std::filesystem::is_regular_file(library, ec)) {
     fail(s, "the library " + library.string() + " named by metadata.json is missing");
   }
-  // RTLD_LOCAL keeps the package's symbols to itself; RTLD_NOW reports a missing dependency
-  // here, not as a crash at the first call.
-  lib->handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib->handle == nullptr) {
-    const char* error = ::dlerror();
-    fail(s, "cannot load " + library.string() + ": " + (error ? error : "unknown dlopen error"));
-  }
-  ::dlerror();
-  void* symbol = ::dlsym(lib->handle, BP_ENTRY_SYMBOL);
-  if (symbol == nullptr) {
+  std::string error;
+  lib->library = internal::DynamicLibrary::open(library.string(), error,
+                                                internal::DynamicLibrary::OnClose::kUnloads);
+  if (!lib->library) fail(s, "cannot load " + library.string() + ": " + error);
+  const auto get_api = lib->library.function<bp_get_api_fn>(BP_ENTRY_SYMBOL);
+  if (get_api == nullptr) {
     fail(s, library.string() + " does not export " + BP_ENTRY_SYMBOL +
                 ": a kernel package library exports the plugin entry symbol");
   }
-  bp_get_api_fn get_api;
-  static_assert(sizeof get_api == sizeof symbol, "function and object pointers differ in size");
-  std::memcpy(&get_api, &symbol, sizeof get_api);
   const bp_plugin_api* table = get_api(BP_ABI_VERSION_MAJOR, BP_ABI_VERSION_MINOR);
   if (table == nullptr) {
     fail(s, std::string(BP_ENTRY_SYMBOL) +

@@ -1,9 +1,10 @@
-#include <backplane/checked_json.hpp>
 #include <backplane/error.hpp>
 #include <backplane/hub/lock.hpp>
 #include <backplane/hub/trust.hpp>
+#include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/dynamic_library.hpp>
+#include <backplane/internal/files.hpp>
 
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -16,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_project_org(std::string_view org) { return org == kProjectOrg; }
+bool is_project_org(std::string_view org) {
+  return org == kProjectOrg;
+}
 
 bool is_hash(const nlohmann::json& v) {
   if (!v.is_string()) return false;
@@ -56,15 +59,13 @@ TrustedPackages TrustedPackages::parse(std::string_view text, const fs::path& so
 }
 
 fs::path TrustedPackages::default_file() {
-  Dl_info info{};
   // The folder of the library this function is compiled into: libbackplane-hub.so.
-  if (::dladdr(reinterpret_cast<void*>(&TrustedPackages::default_file), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return {};
-  }
+  const fs::path holder =
+      internal::library_holding(reinterpret_cast<const void*>(&TrustedPackages::default_file));
+  if (holder.empty()) return {};
   std::error_code ec;
-  fs::path library = fs::weakly_canonical(info.dli_fname, ec);
-  if (ec) library = info.dli_fname;
+  fs::path library = fs::weakly_canonical(holder, ec);
+  if (ec) library = holder;
   return library.parent_path() / "backplane" / "trusted-packages.json";
 }
 
@@ -77,7 +78,7 @@ std::shared_ptr<const TrustedPackages> TrustedPackages::of_this_build() {
     std::error_code ec;
     if (file.empty() || !fs::exists(file, ec)) return out;
     try {
-      *out = parse(detail::read_small_file(file, 16u << 20), file);
+      *out = parse(internal::read_bounded_file(file, 16u << 20, file.string()), file);
     } catch (const Error& e) {
       out->repos.clear();
       out->source = file;
@@ -113,18 +114,16 @@ TrustDecision TrustPolicy::decide(const RepoId& repo, const std::string& variant
       if (files == it->second.end()) {
         own_mismatch = "this build produced no " + variant + " variant of it";
       } else {
-        const std::vector<std::string> differences =
-            file_differences(files->second, digest_variant(variant_folder), "built",
-                             "what this build produced");
+        const std::vector<std::string> differences = file_differences(
+            files->second, digest_variant(variant_folder), "built", "what this build produced");
         if (differences.empty()) {
           return {true, "its files are exactly those of " + id + " (" + variant +
-                            ") as this build produced it (" + own_packages->source.string() +
-                            ")"};
+                            ") as this build produced it (" + own_packages->source.string() + ")"};
         }
-        own_mismatch = "its files differ from the one this build produced: " + differences.front() +
-                       (differences.size() > 1
-                            ? " (and " + std::to_string(differences.size() - 1) + " more)"
-                            : std::string());
+        own_mismatch =
+            "its files differ from the one this build produced: " + differences.front() +
+            (differences.size() > 1 ? " (and " + std::to_string(differences.size() - 1) + " more)"
+                                    : std::string());
       }
     }
   }
@@ -134,20 +133,20 @@ TrustDecision TrustPolicy::decide(const RepoId& repo, const std::string& variant
     if (own_packages != nullptr && !own_packages->error.empty()) {
       built = "none: " + own_packages->error;
     }
-    return {false,
-            "claims the publisher '" + std::string(kProjectOrg) +
-                "', which is trusted only for the packages this build produced, by their "
-                "files' hashes (" +
-                built + ")" + (own_mismatch.empty() ? "" : "; " + own_mismatch) +
-                "; a package that names itself " + std::string(kProjectOrg) +
-                "/... loads otherwise only when locked (kernel-hub lock) or when every "
-                "publisher is allowed (BACKPLANE_TRUSTED_KERNELS=*)"};
+    return {false, "claims the publisher '" + std::string(kProjectOrg) +
+                       "', which is trusted only for the packages this build produced, by their "
+                       "files' hashes (" +
+                       built + ")" + (own_mismatch.empty() ? "" : "; " + own_mismatch) +
+                       "; a package that names itself " + std::string(kProjectOrg) +
+                       "/... loads otherwise only when locked (kernel-hub lock) or when every "
+                       "publisher is allowed (BACKPLANE_TRUSTED_KERNELS=*)"};
   }
   if (trusts(repo)) {
     return {true, "its publisher is trusted by name (" + str() +
                       "); the name is the one its metadata.json gives"};
   }
-  return {false, "is not locked and its publisher is not trusted (trusted by name: " + str() + "); lock it (kernel-hub lock), trust it " +
+  return {false, "is not locked and its publisher is not trusted (trusted by name: " + str() +
+                     "); lock it (kernel-hub lock), trust it " +
                      "(BACKPLANE_TRUSTED_KERNELS=" + repo.org + " or " + id +
                      "), or allow every publisher (BACKPLANE_TRUSTED_KERNELS=*)"};
 }
@@ -169,8 +168,8 @@ void TrustPolicy::add(std::string_view entry, std::string_view source) {
   }
   if (is_project_org(entry.substr(0, entry.find('/')))) {
     throw InvalidArgument(
-        std::string(source) + ": '" + std::string(entry) + "' cannot be trusted by name: " +
-        kProjectOrg +
+        std::string(source) + ": '" + std::string(entry) +
+        "' cannot be trusted by name: " + kProjectOrg +
         " packages are trusted by their hashes, as this build produced them; lock another "
         "package that names itself so (kernel-hub lock), or allow every publisher with *");
   }

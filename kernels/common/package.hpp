@@ -4,7 +4,7 @@
 
 #include <backplane/plugin_sdk.hpp>
 
-#include "common/status.hpp"
+#include "common/abi_status.hpp"
 
 namespace backplane::kernels {
 
@@ -30,16 +30,6 @@ inline sdk::KernelSpec package_kernel(const char* op, void (*function)(void), sd
   k.function = function;
   k.context = host;
   return k;
-}
-
-// NULL for success; the library's codes are the ABI's (common/status.hpp).
-inline bp_status* to_bp_status(const sdk::Host* host, const Status& s) noexcept {
-  if (s.ok()) return nullptr;
-  try {
-    return host->status(static_cast<bp_status_code>(s.code), s.message);
-  } catch (...) {
-    return host->status(BP_OUT_OF_MEMORY, "out of memory");
-  }
 }
 
 }  // namespace backplane::kernels

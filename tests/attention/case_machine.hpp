@@ -19,7 +19,7 @@ struct CaseMachine {
 
 // The device is index 0 of its type; accelerators come from plugin "gpu", which registers sdpa
 // and eager (as PyTorch has them everywhere) and, for each installed FlashAttention "package",
-// flash_attention_N on cuda with the requirements of spec §6 (8.0, 8.0, 9.0).
+// flash_attention_N on cuda with the requirements of docs/device-rules.md §6 (8.0, 8.0, 9.0).
 CaseMachine case_machine(const nlohmann::json& row);
 
 }  // namespace attention_test

@@ -102,7 +102,7 @@ const HostileCase kCases[] = {
        TempFolder folder;
        detail::read_manifest(sparse(folder.path() / "p.json", 1 << 20));
      },
-     "manifest is 1048576 bytes; the limit is 65536"},
+     "manifest is 1048576 bytes; at most 65536 are accepted"},
     {"manifest not UTF-8", [] { manifest("{\"plugin\": \"\xff\xfe\"}"); }, "ill-formed UTF-8 byte"},
     // Sim topologies.
     {"topology nested 10000 deep", [] { topology("{\"devices\": " + nested(10000) + "}"); },
@@ -114,7 +114,7 @@ const HostileCase kCases[] = {
        TempFolder folder;
        sim::read_topology(sparse(folder.path() / "t.json", 2 << 20));
      },
-     "is 2097152 bytes; the limit is 1048576"},
+     "is 2097152 bytes; at most 1048576 are accepted"},
     // config.json.
     {"config.json nested 10000 deep", [] { config("{\"x\": " + nested(10000) + "}"); },
      "nests objects and arrays deeper than 64 levels"},

@@ -1,4 +1,4 @@
-// Build variant names and their resolution against a system (spec §7), as tables.
+// Build variant names and their resolution against a system (docs/device-rules.md §7.2), as tables.
 #include <backplane/error.hpp>
 #include <backplane/hub/variant.hpp>
 

@@ -1,4 +1,4 @@
-// Device strings: every rule of spec/device-rules.md §1, with its exact message.
+// Device strings: every rule of docs/device-rules.md §1, with its exact message.
 #include <backplane/device.hpp>
 #include <backplane/error.hpp>
 

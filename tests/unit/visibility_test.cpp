@@ -1,4 +1,4 @@
-// Visibility variables: every rule of spec/device-rules.md §5 as a table, PyTorch's public test
+// Visibility variables: every rule of docs/device-rules.md §5 as a table, PyTorch's public test
 // vectors for CUDA_VISIBLE_DEVICES included verbatim (test/test_cuda_nvml_based_avail.py).
 #include <backplane/error.hpp>
 #include <backplane/visibility.hpp>

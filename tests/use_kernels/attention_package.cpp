@@ -2,6 +2,7 @@
 // served by the CPU sdpa kernel, so that a Hub resolution can be loaded and run.
 #include <attention/attention.hpp>
 #include <backplane/plugin_sdk.hpp>
+#include <common/abi_status.hpp>
 
 namespace {
 
@@ -22,8 +23,7 @@ bp_status* sdpa_tiled(void* context, const bp_attention_args* args) noexcept {
   options.causal = args->causal != 0;
   if (args->scale > 0) options.scale = args->scale;
   const backplane::attention::Status status = backplane::attention::forward(tensors, options);
-  return status.ok() ? nullptr
-                     : host->status(static_cast<bp_status_code>(status.code), status.message);
+  return backplane::kernels::to_bp_status(host, status);
 }
 
 class Package {

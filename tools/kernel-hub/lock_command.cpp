@@ -2,6 +2,7 @@
 // CONFIG (JSON): {"kernels": {"org/repo": "REVISION" | null, ...}}; null takes the revision
 // the store would use (main, or the only one installed).
 #include <backplane/error.hpp>
+#include <backplane/internal/files.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -83,10 +84,8 @@ int run_lock(const std::vector<std::string>& args) {
     }
   }
   const std::string text = lock.dump();
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw backplane::Error("cannot write " + output);
+  // A reader (an install checking against it) sees the old lock or the new, never a part.
+  backplane::internal::write_file_atomically(output, text);
   if (common.json) {
     json repos = json::object();
     for (const auto& [id, locked] : lock.repos) {

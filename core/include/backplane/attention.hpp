@@ -1,5 +1,5 @@
 // Which attention implementation runs: transformers' attn_implementation rules
-// (spec/device-rules.md §6; transformers modeling_utils.py _check_and_adjust_attn_implementation,
+// (docs/device-rules.md §6; transformers modeling_utils.py _check_and_adjust_attn_implementation,
 // get_correct_attn_implementation, _flash_attn_import_error) applied to the kernels that plugins
 // registered and to the Hub kernels in the local kernel store.
 //
@@ -22,8 +22,8 @@
 //   - Compute capability: transformers checks it only when the package is installed but
 //     unusable, which cannot happen on a CUDA machine, and loads Hub kernels whatever the
 //     capability (they fail at the first call). Here the native kernel and the Hub replacement
-//     must meet spec §6 (FA2 and FA3 8.0, FA4 9.0, or the kernel's own higher minimum), reported
-//     in transformers' capability message.
+//     must meet docs/device-rules.md §6 (FA2 and FA3 8.0, FA4 9.0, or the kernel's own higher
+//     minimum), reported in transformers' capability message.
 //   - Per device: transformers asks whether the machine has a supported device; a flash kernel
 //     resolved for the CPU of a CUDA machine is an error here ("... is not available on cpu:0").
 //   - dtype and head dim: a kernel that lists its dtypes or a maximum head dim refuses others

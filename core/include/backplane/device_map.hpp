@@ -1,6 +1,6 @@
 // device_map planning: where each module of a model goes when from_pretrained() is given
 // device_map="auto", "balanced", "balanced_low_0", "sequential", a device or an index
-// (spec/device-rules.md §4). The result has the shape of model.hf_device_map.
+// (docs/device-rules.md §4). The result has the shape of model.hf_device_map.
 //
 // Two rule sets, both matched result for result against the pinned Python oracles by the
 // differential test (tests/planner):

@@ -1,5 +1,6 @@
 // Layer-to-kernel mapping: which Hub kernel replaces a model layer on a device in a mode, by the
-// rules of the `kernels` library that transformers' use_kernels=True relies on (spec §7).
+// rules of the `kernels` library that transformers' use_kernels=True relies on
+// (docs/device-rules.md §7.1).
 //
 // A mapping holds entries "layer on device key [within a capability range]: mode -> kernel",
 // registered in order: the plugins' defaults first (in load order), then the user's

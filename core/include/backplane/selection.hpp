@@ -1,5 +1,5 @@
 // Which device a program uses: the rules of Transformers and Accelerate for training, inference
-// and pipeline() (spec/device-rules.md §2 and §3), and the device_map value of from_pretrained().
+// and pipeline() (docs/device-rules.md §2 and §3), and the device_map value of from_pretrained().
 //
 // Pure functions over plain data: the registry snapshot (backends and devices, as a Runtime
 // returns them) and an environment lookup, so tables can test every rule. Each rule names the

@@ -1,5 +1,5 @@
 // Which devices a process sees, and in which order, under each runtime's visibility variables
-// (spec/device-rules.md §5). Pure functions: variables come in as values or through a lookup
+// (docs/device-rules.md §5). Pure functions: variables come in as values or through a lookup
 // function, so tables can test every rule and the core can pass secure_getenv.
 //
 // Each rule mirrors what the vendor runtime (or PyTorch, where PyTorch decides) does with the

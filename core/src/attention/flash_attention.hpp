@@ -20,7 +20,7 @@ struct FlashAttentionVersion {
   // ROCm builds answer to "cuda").
   std::vector<std::string> supported_devices;
   // The least compute capability on cuda: transformers' cuda_min_major_version (FA3 8, FA4 9),
-  // and spec §6's Ampere for FA2, which transformers leaves to the package.
+  // and docs/device-rules.md §6's Ampere for FA2, which transformers leaves to the package.
   ComputeCapability cuda_min;
 };
 

@@ -1,9 +1,10 @@
-// attn_implementation resolution (spec §6): transformers 5.24 modeling_utils.py
+// attn_implementation resolution (docs/device-rules.md §6): transformers 5.24 modeling_utils.py
 // _check_and_adjust_attn_implementation and get_correct_attn_implementation, over the kernels
 // plugins registered and the Hub kernels of the local store. attention.hpp says how kernels stand
 // in for transformers' packages; the comments here mark where backplane decides per device.
 #include <backplane/attention.hpp>
 #include <backplane/error.hpp>
+#include <backplane/internal/text.hpp>
 
 #include "flash_attention.hpp"
 
@@ -20,12 +21,6 @@ constexpr const char* kPagedWarning =
 
 bool contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-std::string join(const std::vector<std::string>& names, const char* separator = ", ") {
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : separator) + name;
-  return text;
 }
 
 // get_correct_attn_implementation's message for a model that supports flash attention, sdpa and
@@ -60,7 +55,7 @@ std::string kernel_refusal(const KernelInfo& kernel, const DeviceInfo& device,
   if (std::string why = kernel_mismatch(kernel, device); !why.empty()) return why;
   if (env.dtype && !kernel.dtypes.empty() && !contains(kernel.dtypes, *env.dtype)) {
     return kernel.op + "/" + kernel.implementation + " on " + kernel.device_type + " takes " +
-           join(kernel.dtypes) + ", not " + *env.dtype;
+           internal::join(kernel.dtypes) + ", not " + *env.dtype;
   }
   if (env.head_dim && kernel.max_head_dim > 0 && *env.head_dim > kernel.max_head_dim) {
     return kernel.op + "/" + kernel.implementation + " on " + kernel.device_type +
@@ -98,11 +93,11 @@ NativeLookup find_native(std::string_view implementation, const DeviceInfo& devi
     refusals.push_back(std::move(why));
   }
   if (!refusals.empty()) {
-    lookup.why_not = join(refusals, "; ");
+    lookup.why_not = internal::join(refusals, "; ");
   } else {
     lookup.why_not = "no plugin registers an attention_forward kernel '" +
                      std::string(implementation) + "' for " + device.device.type();
-    if (!elsewhere.empty()) lookup.why_not += " (it runs on " + join(elsewhere) + ")";
+    if (!elsewhere.empty()) lookup.why_not += " (it runs on " + internal::join(elsewhere) + ")";
   }
   return lookup;
 }
@@ -233,8 +228,8 @@ AttentionResolution resolve_hub_id(AttentionResolution resolution, std::string_v
   if (!hub_installed(env, id)) throw Unavailable(not_in_store(id));
   if (!hub_builds_for(id, device)) {
     throw Unavailable("the Hub kernel " + id.repo + " ships builds for " +
-                      join(*detail::hub_kernel_device_types(id.repo)) + " only, not for " +
-                      device.device.str());
+                      internal::join(*detail::hub_kernel_device_types(id.repo)) +
+                      " only, not for " + device.device.str());
   }
   return hub(std::move(resolution), id);
 }

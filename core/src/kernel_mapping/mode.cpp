@@ -1,3 +1,4 @@
+#include <backplane/plugin.h>
 #include <backplane/error.hpp>
 #include <backplane/kernel_mapping.hpp>
 
@@ -66,6 +67,12 @@ KernelMode KernelMode::parse(std::string_view text) {
 }
 
 KernelMode KernelMode::from_bits(uint32_t bits) {
+  // The ABI's bp_kernel_mode bits, which plugins register with, are these.
+  static_assert(uint32_t{kFallback} == uint32_t{BP_KERNEL_MODE_FALLBACK} &&
+                    uint32_t{kTraining} == uint32_t{BP_KERNEL_MODE_TRAINING} &&
+                    uint32_t{kInference} == uint32_t{BP_KERNEL_MODE_INFERENCE} &&
+                    uint32_t{kTorchCompile} == uint32_t{BP_KERNEL_MODE_TORCH_COMPILE},
+                "KernelMode's bits mirror bp_kernel_mode");
   std::string text;
   for (const auto& [bit, word] : {std::pair<uint32_t, const char*>{kFallback, "fallback"},
                                   {kTraining, "training"},

@@ -965,7 +965,7 @@ const CompiledDescriptor& compiled_descriptor(const EmbeddedDescriptor& entry) {
   if (!slot) {
     auto compiled = std::make_unique<CompiledDescriptor>();
     compiled->descriptor =
-        parse_json(entry.text, std::string("the descriptor of ") + entry.model_type, {});
+        parse_json(entry.text, std::string("the descriptor of ") + entry.model_type, kUniqueKeys);
     compiled->tree = compile(compiled->descriptor.at("tree"), compiled->slots);
     parse_all(compiled->tree, compiled->parsed);
     parse_rest(compiled->descriptor, compiled->parsed);

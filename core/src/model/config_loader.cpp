@@ -180,16 +180,16 @@ ModelDescription model_from_config_json(std::string_view text) {
     throw InvalidArgument(what + " text is " + std::to_string(text.size()) + " bytes; at most " +
                           std::to_string(model_detail::kMaxConfigBytes) + " are accepted");
   }
-  return model_detail::build_from_config(model_detail::parse_json(text, what, {}), what,
-                                         std::nullopt);
+  return model_detail::build_from_config(
+      model_detail::parse_json(text, what, model_detail::kLastKeyWins), what, std::nullopt);
 }
 
 ModelDescription model_from_config(const std::filesystem::path& config_json) {
   const std::string what = "config.json '" + config_json.string() + "'";
   const std::string text =
-      model_detail::read_small_file(config_json, model_detail::kMaxConfigBytes, what);
-  return model_detail::build_from_config(model_detail::parse_json(text, what, {}), what,
-                                         std::nullopt);
+      internal::read_bounded_file(config_json, model_detail::kMaxConfigBytes, what);
+  return model_detail::build_from_config(
+      model_detail::parse_json(text, what, model_detail::kLastKeyWins), what, std::nullopt);
 }
 
 }  // namespace backplane

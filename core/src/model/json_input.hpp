@@ -1,6 +1,10 @@
-// Bounded reading of the JSON files a model description comes from (config.json, safetensors
-// headers, shard indexes): a size limit, a nesting limit, optionally no duplicate keys.
+// Parsing the JSON files a model description comes from (config.json, safetensors headers,
+// shard indexes, tree files): a nesting limit, optionally no duplicate keys, Python's special
+// floats. Files are read with internal::read_bounded_file.
 #pragma once
+
+#include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/files.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -11,19 +15,15 @@
 
 namespace backplane::model_detail {
 
-struct JsonLimits {
-  int max_depth = 64;
-  bool reject_duplicate_keys = false;  // false: the last one wins, as Python's json does
-};
+// config.json as Python's json (and so transformers) reads it: the last of two keys wins.
+inline constexpr JsonLimits kLastKeyWins{64, false};
+// What programs write (safetensors headers, shard indexes, tree files): a key twice is refused.
+inline constexpr JsonLimits kUniqueKeys{64, true};
 
 // The JSON document `text`; `what` names it in errors ("config.json '/x/config.json'").
 // Throws InvalidArgument for invalid JSON (ill-formed UTF-8 included), nesting deeper than
 // limits.max_depth, and duplicate keys when refused.
 nlohmann::json parse_json(std::string_view text, const std::string& what, const JsonLimits& limits);
-
-// The whole file, at most max_bytes (InvalidArgument when larger, missing or unreadable).
-std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes,
-                            const std::string& what);
 
 // "'a.b'" with control and non-ASCII bytes escaped, for error messages.
 std::string quote_name(std::string_view text);

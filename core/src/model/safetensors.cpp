@@ -144,7 +144,7 @@ Shard read_shard(const std::filesystem::path& path, const std::string& file_labe
   if (!in.read(header.data(), static_cast<std::streamsize>(header_length))) {
     throw InvalidArgument(what + " cannot be read");
   }
-  const Json json = parse_json(header, what + " (header)", {64, true});
+  const Json json = parse_json(header, what + " (header)", kUniqueKeys);
   if (!json.is_object()) throw InvalidArgument(what + " has a header that is not a JSON object");
 
   Shard shard;
@@ -248,7 +248,8 @@ std::filesystem::path shard_path(const std::filesystem::path& folder, const std:
 
 std::vector<Shard> read_index(const std::filesystem::path& path, Json& metadata) {
   const std::string what = "safetensors index '" + path.string() + "'";
-  const Json index = parse_json(read_small_file(path, kMaxIndexBytes, what), what, {64, true});
+  const Json index =
+      parse_json(internal::read_bounded_file(path, kMaxIndexBytes, what), what, kUniqueKeys);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     throw InvalidArgument(what + " has no \"weight_map\" object");
   }
@@ -762,7 +763,8 @@ ModelDescription model_from_safetensors(const std::filesystem::path& path) {
   const std::filesystem::path config_path = target.parent_path() / "config.json";
   if (std::filesystem::is_regular_file(config_path, ec)) {
     const std::string what = "config.json '" + config_path.string() + "'";
-    const Json config = parse_json(read_small_file(config_path, kMaxConfigBytes, what), what, {});
+    const Json config = parse_json(internal::read_bounded_file(config_path, kMaxConfigBytes, what),
+                                   what, kLastKeyWins);
     if (names_supported_architecture(config)) {
       std::optional<DType> dtype = config_dtype(config, what);
       if (!dtype) {
@@ -784,7 +786,8 @@ ModelDescription model_from_safetensors(const std::filesystem::path& path) {
   ConfigHints hints;
   if (std::filesystem::is_regular_file(config_path, ec)) {
     const std::string what = "config.json '" + config_path.string() + "'";
-    const Json config = parse_json(read_small_file(config_path, kMaxConfigBytes, what), what, {});
+    const Json config = parse_json(internal::read_bounded_file(config_path, kMaxConfigBytes, what),
+                                   what, kLastKeyWins);
     if (config.is_object() && config.contains("tie_word_embeddings") &&
         config["tie_word_embeddings"].is_boolean()) {
       hints.tie_word_embeddings = config["tie_word_embeddings"].get<bool>();

@@ -226,14 +226,14 @@ class TreeReader {
 
 ModelDescription model_from_tree_json(std::string_view text, std::string_view source) {
   const std::string name(source);
-  const Json root = model_detail::parse_json(text, name, model_detail::JsonLimits{64, true});
+  const Json root = model_detail::parse_json(text, name, model_detail::kUniqueKeys);
   return TreeReader(root, name).read();
 }
 
 ModelDescription model_from_tree(const std::filesystem::path& file) {
   const std::string name = "module tree '" + file.string() + "'";
   // Trees of the largest models (thousands of experts) run to tens of MiB.
-  return model_from_tree_json(model_detail::read_small_file(file, 256u << 20, name), name);
+  return model_from_tree_json(internal::read_bounded_file(file, 256u << 20, name), name);
 }
 
 }  // namespace backplane

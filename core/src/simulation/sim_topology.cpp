@@ -1,7 +1,7 @@
 #include <backplane/error.hpp>
 #include <backplane/sim_topology.hpp>
 
-#include <boost/dll/runtime_symbol_info.hpp>
+#include <backplane/internal/dynamic_library.hpp>
 
 #include <algorithm>
 #include <system_error>
@@ -11,9 +11,10 @@ namespace fs = std::filesystem;
 
 fs::path shipped_topology_directory() {
   std::error_code ec;
-  // The folder of the library this line is compiled into: libbackplane.so.
-  fs::path library = boost::dll::this_line_location(ec);
-  if (ec) return {};
+  // The folder of the library this function is compiled into: libbackplane.so.
+  fs::path library =
+      internal::library_holding(reinterpret_cast<const void*>(&shipped_topology_directory));
+  if (library.empty()) return {};
   if (fs::path canonical = fs::weakly_canonical(library, ec); !ec) library = canonical;
   // Installed: the data folder as seen from the library folder (lib/x86_64-linux-gnu on
   // Debian); the build tree keeps libraries in lib/ and data in share/ beside it.

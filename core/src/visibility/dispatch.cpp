@@ -1,4 +1,4 @@
-// visible_for: the rule for a device type and vendor (spec/device-rules.md §5).
+// visible_for: the rule for a device type and vendor (docs/device-rules.md §5).
 #include <backplane/visibility.hpp>
 
 #include "text.hpp"

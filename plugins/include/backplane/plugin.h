@@ -297,10 +297,10 @@ typedef struct bp_rotary_embedding_args {
 typedef bp_status* (*bp_rotary_embedding_fn)(void* context, const bp_rotary_embedding_args* args);
 
 /* ---- 1.4: default layer kernels ----
- * A plugin's default Hub-kernel substitution (spec §7, the kernels library's kernel mapping):
- * on devices whose Hub key is `device_key`, the model layer `layer` ("RMSNorm") may be replaced
- * by the layer `kernel_layer` of the Hub repo `repo` ("org/repo") in the modes of `mode`. A user's
- * mapping (KernelConfig) overrides these. */
+ * A plugin's default Hub-kernel substitution (docs/device-rules.md §7.1, the kernels library's
+ * kernel mapping): on devices whose Hub key is `device_key`, the model layer `layer` ("RMSNorm")
+ * may be replaced by the layer `kernel_layer` of the Hub repo `repo` ("org/repo") in the modes of
+ * `mode`. A user's mapping (KernelConfig) overrides these. */
 typedef enum bp_kernel_mode {
   BP_KERNEL_MODE_FALLBACK = 1u << 0, /* alone: used when no other mode matches */
   BP_KERNEL_MODE_TRAINING = 1u << 1,

@@ -1,5 +1,5 @@
 // Build variants: the `build/<variant>/` folder names of a kernel package, and which of them
-// suits a system (spec/device-rules.md §7; the `kernels` library's variants.py). Pure functions
+// suits a system (docs/device-rules.md §7.2; the `kernels` library's variants.py). Pure functions
 // over plain data, so tables test every rule; system_facts() fills the facts from a device.
 //
 // Names (hub/README.md, "Build variants", has the full grammar):
@@ -95,10 +95,11 @@ struct VariantResolution {
   }
 };
 
-// Rules (spec §7): CPU and OS exact; a C++ ABI tag must equal the system's; a framework must
-// match exactly (Torch major.minor); CUDA: same major, variant minor <= the system's; other
-// versioned backends exact; unversioned backends equal; a generic build when its family is the
-// system's backend or universal. A name that does not parse is refused with the parse error.
+// Rules (docs/device-rules.md §7.2): CPU and OS exact; a C++ ABI tag must equal the system's; a
+// framework must match exactly (Torch major.minor); CUDA: same major, variant minor <= the
+// system's; other versioned backends exact; unversioned backends equal; a generic build when its
+// family is the system's backend or universal. A name that does not parse is refused with the
+// parse error.
 BACKPLANE_API VariantResolution resolve_variants(const std::vector<std::string>& variants,
                                                  const SystemFacts& system);
 

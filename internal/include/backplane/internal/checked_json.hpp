@@ -1,7 +1,8 @@
 // JSON from files a user did not write (plugin manifests, kernel package metadata, lock files,
 // topologies, model headers): nesting and duplicate keys are checked in a streaming pass before
 // any document is built, so a hostile file is refused by name instead of exhausting the stack
-// or silently keeping the last of two values (nlohmann's default).
+// or silently keeping the last of two values (nlohmann's default). Internal (internal/): not
+// installed, no compatibility promise.
 #pragma once
 
 #include <backplane/error.hpp>
@@ -27,6 +28,8 @@ struct JsonLimits {
 //   "<what> nests objects and arrays deeper than 64 levels"
 //   "<what> has the key 'name' twice in one object; keys must be unique"
 // Header-only, so that plugins and the hub library use it without linking the core's internals.
+// Two uses: {64, true} for files programs write (manifests, headers, locks), {64, false} for
+// config.json, which Python's json reads with the last of two keys winning.
 inline nlohmann::json parse_checked_json(std::string_view text, const std::string& what,
                                          const JsonLimits& limits = {});
 
