@@ -2,7 +2,7 @@
 
 #include "attention/attention.hpp"
 #include "cpu/problem.hpp"
-#include "cpu/thread_pool.hpp"
+#include "common/thread_pool.hpp"
 
 namespace backplane::attention {
 
@@ -28,7 +28,7 @@ Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
     cpu::Problem p;
     Status s = cpu::make_problem(tensors, options, &p);
     if (!s.ok()) return s;
-    const int threads = cpu::ThreadPool::global().threads();
+    const int threads = kernels::ThreadPool::global().threads();
     if (info) *info = RunInfo{"", "", threads};
     if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0 || p.head_dim_v == 0) return s;
     switch (options.implementation) {
@@ -48,11 +48,11 @@ Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
 }
 
 void set_num_threads(int n) {
-  cpu::ThreadPool::global().set_threads(n);
+  kernels::ThreadPool::global().set_threads(n);
 }
 
 int num_threads() {
-  return cpu::ThreadPool::global().threads();
+  return kernels::ThreadPool::global().threads();
 }
 
 const char* dispatch_target() {

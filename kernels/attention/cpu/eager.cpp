@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cpu/problem.hpp"
-#include "cpu/thread_pool.hpp"
+#include "common/thread_pool.hpp"
 
 namespace backplane::attention::cpu {
 namespace {
@@ -75,7 +75,7 @@ void eager_head(const Problem& p, int64_t b, int64_t h) {
 
 template <DType T>
 void eager_all(const Problem& p, int threads) {
-  ThreadPool::global().parallel_for(p.batch * p.heads_q, threads, [&](int64_t item, int) {
+  kernels::ThreadPool::global().parallel_for(p.batch * p.heads_q, threads, [&](int64_t item, int) {
     eager_head<T>(p, item / p.heads_q, item % p.heads_q);
   });
 }

@@ -32,7 +32,7 @@
 #endif
 
 #include "cpu/problem.hpp"
-#include "cpu/thread_pool.hpp"
+#include "common/thread_pool.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
@@ -1342,7 +1342,7 @@ void RunAll(const Problem& p, const Plan& plan, int threads, BlockFn run_block) 
   const int64_t heads = p.batch * p.heads_kv;
   const int64_t nrb = plan.row_blocks;
   const int64_t blocks = heads * nrb;
-  ThreadPool& pool = ThreadPool::global();
+  kernels::ThreadPool& pool = kernels::ThreadPool::global();
   if (plan.splits == 1) {
     // A work item is a share of one kv head's row blocks (every chunks-th one, the blocks that
     // see the most keys first): a thread keeps a head's panels to itself and packs them once,
