@@ -11,6 +11,7 @@
 #include "attention_kernels.hpp"
 #endif
 #include "cpu_topology.hpp"
+#include "device_type.hpp"
 #include "layer_kernels.hpp"
 
 namespace backplane::cpu {
@@ -23,10 +24,7 @@ class CpuPlugin {
   explicit CpuPlugin(sdk::Host host) : host_(host) {}
 
   void register_all(sdk::Registrar& registrar) {
-    sdk::DeviceTypeSpec cpu;
-    cpu.name = "cpu";
-    cpu.collective_backend = "gloo";
-    cpu.training_priority = 1000;  // the last resort of training selection
+    sdk::DeviceTypeSpec cpu = backends::device_type_spec("cpu");
     cpu.available = true;
     registrar.add(cpu);
 

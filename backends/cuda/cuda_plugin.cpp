@@ -15,6 +15,7 @@
 #ifdef BACKPLANE_CUDA_ATTENTION
 #include "attention_kernels.hpp"
 #endif
+#include "device_type.hpp"
 #include "discovery.hpp"
 #include "driver_api.hpp"
 #include "layer_kernels.hpp"
@@ -75,12 +76,7 @@ class CudaPlugin {
     const std::optional<std::string> visible = visible_devices_variable();
     Discovery found = discover(*driver_, nvml_.get(), visible);
 
-    sdk::DeviceTypeSpec cuda;
-    cuda.name = "cuda";
-    cuda.hub_key = "cuda";
-    cuda.collective_backend = "nccl";
-    cuda.training_priority = 80;  // Transformers' order: after neuron, before cpu
-    cuda.flags = BP_TYPE_ACCELERATOR | BP_TYPE_AUTO_PLACEMENT;
+    sdk::DeviceTypeSpec cuda = backends::device_type_spec("cuda");
     cuda.available = found.available;
     if (!found.available) {
       // Says when there is hardware but no usable driver: "2 NVIDIA devices are on the PCI bus".

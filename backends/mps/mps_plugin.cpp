@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 
 #include <string>
+#include "device_type.hpp"
 
 namespace {
 
@@ -28,10 +29,7 @@ class MpsPlugin {
   explicit MpsPlugin(backplane::sdk::Host host) : host_(host) {}
 
   void register_all(backplane::sdk::Registrar& registrar) {
-    backplane::sdk::DeviceTypeSpec mps;
-    mps.name = "mps";
-    mps.training_priority = 10;  // first in Transformers' training order
-    mps.flags = BP_TYPE_ACCELERATOR | BP_TYPE_AUTO_PLACEMENT;
+    backplane::sdk::DeviceTypeSpec mps = backplane::backends::device_type_spec("mps");
     mps.available = false;
     mps.unavailable_reason = unavailable_reason();
     registrar.add(mps);

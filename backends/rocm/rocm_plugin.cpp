@@ -14,6 +14,7 @@
 #ifdef BACKPLANE_ROCM_ATTENTION_ARCHS
 #include "attention_kernels.hpp"
 #endif
+#include "device_type.hpp"
 #include "hip_api.hpp"
 #include "pci_scan.hpp"
 
@@ -22,13 +23,10 @@ namespace {
 
 using sdk::Property;
 
+// rocm, or cuda as PyTorch's ROCm builds call AMD GPUs: rocm's facts (its Hub key) either way.
 sdk::DeviceTypeSpec device_type(const std::string& name) {
-  sdk::DeviceTypeSpec type;
+  sdk::DeviceTypeSpec type = backends::device_type_spec("rocm");
   type.name = name;
-  type.hub_key = "rocm";
-  type.collective_backend = "nccl";  // RCCL answers to NCCL's name
-  type.training_priority = 80;
-  type.flags = BP_TYPE_ACCELERATOR | BP_TYPE_AUTO_PLACEMENT;
   return type;
 }
 

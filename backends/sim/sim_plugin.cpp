@@ -9,28 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "device_type.hpp"
 #include "topology.hpp"
 
 namespace backplane::sim {
 namespace {
-
-struct TypeTraits {
-  const char* collective_backend;
-  int training_priority;  // Transformers' order: mps, xpu, mlu, musa, npu, hpu, neuron, tpu, cuda;
-                          // cpu last
-  bool automatic_placement;
-};
-
-// What each device type's real backend registers, so that selection treats them alike.
-const std::map<std::string, TypeTraits>& type_traits() {
-  static const std::map<std::string, TypeTraits> traits = {
-      {"tpu", {"xla", 75, false}},  {"mps", {"", 10, true}},           {"xpu", {"xccl", 20, true}},
-      {"mlu", {"cncl", 30, true}},  {"musa", {"mccl", 40, true}},      {"npu", {"hccl", 50, true}},
-      {"hpu", {"hccl", 60, true}},  {"neuron", {"neuron", 70, false}}, {"cuda", {"nccl", 80, true}},
-      {"rocm", {"nccl", 80, true}},
-  };
-  return traits;
-}
 
 uint64_t capabilities_of(const SimDevice& d) {
   if (d.vendor == "nvidia") {
@@ -138,14 +121,10 @@ class SimPlugin {
       }
     }
     for (const std::string& type : order) {
-      const TypeTraits& traits = type_traits().at(type);
-      sdk::DeviceTypeSpec spec;
-      spec.name = type;
-      spec.hub_key = hub_key.count(type) ? hub_key[type] : type;
-      spec.collective_backend = traits.collective_backend;
-      spec.training_priority = traits.training_priority;
-      spec.flags = BP_TYPE_ACCELERATOR | BP_TYPE_SIMULATED;
-      if (traits.automatic_placement) spec.flags |= BP_TYPE_AUTO_PLACEMENT;
+      // As the type's real backend registers it (an AMD GPU as cuda keeps rocm's Hub key).
+      sdk::DeviceTypeSpec spec = backends::device_type_spec(type);
+      if (hub_key.count(type)) spec.hub_key = hub_key[type];
+      spec.flags |= BP_TYPE_SIMULATED;
       spec.available = true;
       registrar.add(spec);
       for (const sdk::DeviceSpec& device : devices[type]) registrar.add(device);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "device_type.hpp"
 #include "intel_discovery.hpp"
 #include "pci_scan.hpp"
 #include "ze_loader.hpp"
@@ -21,13 +22,7 @@ namespace {
 constexpr const char* kVisibilityVariable = "ZE_AFFINITY_MASK";
 
 sdk::DeviceTypeSpec device_type() {
-  sdk::DeviceTypeSpec type;
-  type.name = "xpu";
-  type.hub_key = "xpu";
-  type.collective_backend = "xccl";
-  type.training_priority = 20;
-  type.flags = BP_TYPE_ACCELERATOR | BP_TYPE_AUTO_PLACEMENT;
-  return type;
+  return backends::device_type_spec("xpu");
 }
 
 sdk::DeviceSpec device_spec(int index, const IntelGpu& gpu,

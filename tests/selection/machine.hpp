@@ -1,6 +1,7 @@
 // A registry snapshot written as a table, for the selection rules' tests.
 #pragma once
 
+#include <backplane/internal/device_types.hpp>
 #include <backplane/selection.hpp>
 
 #include <map>
@@ -14,33 +15,22 @@ struct Machine {
   std::vector<backplane::BackendInfo> backends;
   std::vector<backplane::DeviceInfo> devices;
 
-  // `count` devices of `type`, as its real plugin registers them (see the plugins' sources:
-  // training priority, collective backend, automatic placement).
+  // `count` devices of `type`, as its real plugin registers them (the facts table the plugins
+  // register from: training priority, collective backend, automatic placement).
   Machine& add(const std::string& type, int count, uint64_t caps = 0,
                std::optional<backplane::ComputeCapability> cc = std::nullopt,
                bool available = true) {
-    struct Traits {
-      const char* collective;
-      int priority;
-      bool automatic;
-      bool accelerator;
-    };
-    static const std::map<std::string, Traits> traits = {
-        {"cpu", {"gloo", 1000, false, false}},   {"tpu", {"xla", 5, false, true}},
-        {"mps", {"", 10, true, true}},           {"xpu", {"xccl", 20, true, true}},
-        {"mlu", {"cncl", 30, true, true}},       {"musa", {"mccl", 40, true, true}},
-        {"npu", {"hccl", 50, true, true}},       {"hpu", {"hccl", 60, true, true}},
-        {"neuron", {"neuron", 70, false, true}}, {"cuda", {"nccl", 80, true, true}},
-        {"rocm", {"nccl", 80, true, true}},
-    };
-    const auto it = traits.find(type);
-    const Traits t = it != traits.end() ? it->second : Traits{"", 0, false, true};
+    const backplane::internal::DeviceTypeFacts* facts =
+        backplane::internal::device_type_facts(type);
+    const backplane::internal::DeviceTypeFacts t =
+        facts != nullptr ? *facts
+                         : backplane::internal::DeviceTypeFacts{type, type, "", 0, true, false};
     backplane::BackendInfo backend;
     backend.type = type;
     backend.plugin = type == "rocm" ? "rocm" : type;
-    backend.collective_backend = t.collective;
-    backend.training_priority = t.priority;
-    backend.automatic_placement = t.automatic;
+    backend.collective_backend = std::string(t.collective_backend);
+    backend.training_priority = t.training_priority;
+    backend.automatic_placement = t.automatic_placement;
     backend.accelerator = t.accelerator;
     backend.available = available;
     if (!available) backend.unavailable_reason = "driver not found";

@@ -1,6 +1,7 @@
 // Simulated topologies x visibility settings -> the devices a program sees, in order.
 // Each row runs the sim plugin alone through a real Runtime, as a host application would.
 #include <backplane/backplane.hpp>
+#include <backplane/internal/device_types.hpp>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -312,3 +314,46 @@ TEST(SimTopology, InactiveWithoutTheVariable) {
 }
 
 }  // namespace
+
+// The in-tree plugins and the simulated backend register each device type as the one facts
+// table says (backplane/internal/device_types.hpp), so that selection treats a simulated cuda
+// as the real one.
+void expect_registered_as_the_table_says(const backplane::BackendInfo& b) {
+  // The rocm plugin's cuda (PyTorch's ROCm builds) and a simulated AMD cuda are rocm's.
+  const std::string facts_of = b.hub_key == "rocm" ? "rocm" : b.type;
+  const backplane::internal::DeviceTypeFacts* facts =
+      backplane::internal::device_type_facts(facts_of);
+  ASSERT_NE(facts, nullptr) << b.type << " of " << b.plugin << " is not in the table";
+  const std::string what = b.type + " of " + b.plugin;
+  EXPECT_EQ(b.hub_key, facts->hub_key) << what;
+  EXPECT_EQ(b.collective_backend, facts->collective_backend) << what;
+  EXPECT_EQ(b.training_priority, facts->training_priority) << what;
+  EXPECT_EQ(b.accelerator, facts->accelerator) << what;
+  EXPECT_EQ(b.automatic_placement, facts->automatic_placement) << what;
+}
+
+TEST(DeviceTypeFacts, InTreePluginsRegisterWhatTheTableSays) {
+  backplane::testing::ScopedEnvironment env;
+  const Runtime runtime = open_sim(env, "h100x8", {}, {"cpu", "cuda", "rocm", "xpu", "mps"});
+  std::set<std::string> plugins;
+  for (const backplane::BackendInfo& b : runtime.backends()) {
+    expect_registered_as_the_table_says(b);
+    plugins.insert(b.plugin);
+  }
+  EXPECT_EQ(plugins, (std::set<std::string>{"cpu", "cuda", "rocm", "xpu", "mps"}));
+}
+
+TEST(DeviceTypeFacts, TheSimulatedBackendRegistersWhatTheTableSays) {
+  std::set<std::string> types;
+  for (const char* topology :
+       {"h100x8", "mi300x8", "intel-max1550x4", "apple-m2-ultra", "trn1-32xlarge", "mixed"}) {
+    backplane::testing::ScopedEnvironment env;
+    const Runtime runtime = open_sim(env, topology, {});
+    for (const backplane::BackendInfo& b : runtime.backends()) {
+      EXPECT_TRUE(b.simulated) << b.type;
+      expect_registered_as_the_table_says(b);
+      types.insert(b.type);
+    }
+  }
+  EXPECT_GE(types.size(), 6u);  // cuda, rocm, xpu, mps, neuron and more
+}

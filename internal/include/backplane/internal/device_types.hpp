@@ -1,0 +1,39 @@
+// What each device type's backend registers, once: the in-tree plugins, the simulated backend
+// and the selection tests all read this table, so that a real and a simulated cuda are chosen
+// alike (c10's single list of device types is the model). tests/sim/sim_test.cpp checks that
+// the plugins register what it says. Internal: not installed, no compatibility promise.
+#pragma once
+
+#include <string_view>
+
+namespace backplane::internal {
+
+struct DeviceTypeFacts {
+  std::string_view name;
+  std::string_view hub_key;             // the Kernel Hub's key for its builds; empty: the name
+  std::string_view collective_backend;  // torch.distributed's backend; empty: none
+  // Transformers' training order (TrainingArguments / Accelerate's device choice), lower first:
+  // mps, xpu, mlu, musa, npu, hpu, neuron, tpu, cuda (and rocm, which answers to it); cpu last.
+  int training_priority;
+  bool accelerator;
+  bool automatic_placement;  // device_map="auto" places models on it
+};
+
+inline constexpr DeviceTypeFacts kDeviceTypeFacts[] = {
+    {"cpu", "cpu", "gloo", 1000, false, false}, {"mps", "mps", "", 10, true, true},
+    {"xpu", "xpu", "xccl", 20, true, true},     {"mlu", "mlu", "cncl", 30, true, true},
+    {"musa", "musa", "mccl", 40, true, true},   {"npu", "npu", "hccl", 50, true, true},
+    {"hpu", "hpu", "hccl", 60, true, true},     {"neuron", "neuron", "neuron", 70, true, false},
+    {"tpu", "tpu", "xla", 75, true, false},     {"cuda", "cuda", "nccl", 80, true, true},
+    {"rocm", "rocm", "nccl", 80, true, true},  // RCCL answers to NCCL's name
+};
+
+// The facts of `name`, or nullptr for a type this table does not know (a vendor's own).
+constexpr const DeviceTypeFacts* device_type_facts(std::string_view name) {
+  for (const DeviceTypeFacts& facts : kDeviceTypeFacts) {
+    if (facts.name == name) return &facts;
+  }
+  return nullptr;
+}
+
+}  // namespace backplane::internal
