@@ -1,5 +1,6 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/variant.hpp>
+#include <backplane/internal/device_types.hpp>
 
 #include <sys/utsname.h>
 
@@ -259,7 +260,8 @@ SystemFacts SystemFacts::host() {
 SystemFacts system_facts(const DeviceInfo& device, const std::string& hub_key) {
   SystemFacts facts = SystemFacts::host();
   const std::string key = hub_key.empty() ? device.device.type() : hub_key;
-  facts.backend = key == "mps" ? "metal" : key == "npu" ? "cann" : key;
+  const internal::DeviceTypeFacts* type = internal::device_type_facts(key);
+  facts.backend = type != nullptr ? std::string(type->build_backend) : key;
   const char* property = facts.backend == "cuda" ? "driver_version" : "runtime_version";
   const std::string device_name = device.device.str();
   if (const Property* p = device.property(property)) {

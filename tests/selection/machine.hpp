@@ -23,8 +23,8 @@ struct Machine {
     const backplane::internal::DeviceTypeFacts* facts =
         backplane::internal::device_type_facts(type);
     const backplane::internal::DeviceTypeFacts t =
-        facts != nullptr ? *facts
-                         : backplane::internal::DeviceTypeFacts{type, type, "", 0, true, false};
+        facts != nullptr ? *facts : backplane::internal::DeviceTypeFacts{type, type, type, "",
+                                                                         0,    true, false};
     backplane::BackendInfo backend;
     backend.type = type;
     backend.plugin = type == "rocm" ? "rocm" : type;

@@ -10,7 +10,10 @@ namespace backplane::internal {
 
 struct DeviceTypeFacts {
   std::string_view name;
-  std::string_view hub_key;             // the Kernel Hub's key for its builds; empty: the name
+  std::string_view hub_key;  // the Kernel Hub's key for its builds; empty: the name
+  // The backend a Kernel Hub build variant names for it (torch29-cxx11-<backend>...): the Hub
+  // key, except Apple's metal and Ascend's cann.
+  std::string_view build_backend;
   std::string_view collective_backend;  // torch.distributed's backend; empty: none
   // Transformers' training order (TrainingArguments / Accelerate's device choice), lower first:
   // mps, xpu, mlu, musa, npu, hpu, neuron, tpu, cuda (and rocm, which answers to it); cpu last.
@@ -19,14 +22,22 @@ struct DeviceTypeFacts {
   bool automatic_placement;  // device_map="auto" places models on it
 };
 
+// clang-format off
 inline constexpr DeviceTypeFacts kDeviceTypeFacts[] = {
-    {"cpu", "cpu", "gloo", 1000, false, false}, {"mps", "mps", "", 10, true, true},
-    {"xpu", "xpu", "xccl", 20, true, true},     {"mlu", "mlu", "cncl", 30, true, true},
-    {"musa", "musa", "mccl", 40, true, true},   {"npu", "npu", "hccl", 50, true, true},
-    {"hpu", "hpu", "hccl", 60, true, true},     {"neuron", "neuron", "neuron", 70, true, false},
-    {"tpu", "tpu", "xla", 75, true, false},     {"cuda", "cuda", "nccl", 80, true, true},
-    {"rocm", "rocm", "nccl", 80, true, true},  // RCCL answers to NCCL's name
+    // name    Hub key   build     collective  priority  accelerator  automatic placement
+    {"cpu",    "cpu",    "cpu",    "gloo",     1000,     false,       false},
+    {"mps",    "mps",    "metal",  "",         10,       true,        true},
+    {"xpu",    "xpu",    "xpu",    "xccl",     20,       true,        true},
+    {"mlu",    "mlu",    "mlu",    "cncl",     30,       true,        true},
+    {"musa",   "musa",   "musa",   "mccl",     40,       true,        true},
+    {"npu",    "npu",    "cann",   "hccl",     50,       true,        true},
+    {"hpu",    "hpu",    "hpu",    "hccl",     60,       true,        true},
+    {"neuron", "neuron", "neuron", "neuron",   70,       true,        false},
+    {"tpu",    "tpu",    "tpu",    "xla",      75,       true,        false},
+    {"cuda",   "cuda",   "cuda",   "nccl",     80,       true,        true},
+    {"rocm",   "rocm",   "rocm",   "nccl",     80,       true,        true},  // RCCL is NCCL's name
 };
+// clang-format on
 
 // The facts of `name`, or nullptr for a type this table does not know (a vendor's own).
 constexpr const DeviceTypeFacts* device_type_facts(std::string_view name) {
