@@ -1,6 +1,6 @@
-// Highway helpers shared by the layer kernels: rows of float32, bfloat16 or float16 read and
-// written as float32 vectors. Included once per SIMD target (foreach_target), hence the toggle
-// guard instead of #pragma once.
+// Highway helpers shared by the CPU kernels: rows of float32, bfloat16 or float16 read and
+// written as float32 vectors (and, through simd_math-inl.h, the math they need). Included once per
+// SIMD target (foreach_target), hence the toggle guard instead of #pragma once.
 #if defined(BACKPLANE_KERNELS_COMMON_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_KERNELS_COMMON_SIMD_INL_H_
 #undef BACKPLANE_KERNELS_COMMON_SIMD_INL_H_
@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/bf16_instruction.hpp"
+#include "common/simd_math-inl.h"
 #include "common/tensor.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -132,63 +133,6 @@ HWY_INLINE void StoreF(DF d, VF v, void* row, int64_t i) {
     const hn::Rebind<hwy::float16_t, DF> dh;
     hn::StoreU(ToF16(d, v), dh, static_cast<hwy::float16_t*>(row) + i);
   }
-}
-
-// e^x, relative error about 2e-7, for the activations: x = n ln2 + r with n = round(x / ln2)
-// and r reduced in two parts (Cody and Waite), e^r by its Taylor polynomial to r^6 (|r| <=
-// ln2 / 2), then scaled by 2^n (one vscalefps on AVX-512). 0 below about -87.3 (never a
-// denormal); x is capped at 88.
-HWY_INLINE VF ExpF(DF d, VF x) {
-  x = hn::Min(x, hn::Set(d, 88.0f));
-  const VF n = hn::Round(hn::Mul(x, hn::Set(d, 1.44269504088896341f)));
-  VF r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);
-  r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187e-06f), r);
-  VF p = hn::Set(d, 1.0f / 720);
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 120));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 24));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 6));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
-  const VF low = hn::Set(d, -87.3f);
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  return hn::IfThenZeroElse(hn::Lt(x, low), VF{_mm512_scalef_ps(p.raw, n.raw)});
-#else
-  const hn::RebindToSigned<DF> di;
-  const auto e = hn::ShiftLeft<23>(
-      hn::Add(hn::ConvertTo(di, hn::Max(n, hn::Set(d, -126.0f))), hn::Set(di, 127)));
-  return hn::IfThenZeroElse(hn::Lt(x, low), hn::Mul(p, hn::BitCast(d, e)));
-#endif
-}
-
-// 2^y to a relative error of 7.5e-5, for y in [-126, 127) (any y on AVX-512: vscalefps goes to
-// 0 and inf, and vreduceps takes +-inf to 0): 2^floor(y) times a cubic in frac(y), fitted to 2^f on
-// [0, 1) for the least relative error. For results rounded to bfloat16 (a step of 2^-8 = 3.9e-3),
-// where ExpF's 2e-7 buys nothing and costs seven more ops.
-HWY_INLINE VF Exp2Coarse(DF d, VF y) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  const VF f{_mm512_reduce_ps(y.raw, 0x09)};  // y - floor(y), no precision exception
-#else
-  const VF n = hn::Floor(y);
-  const VF f = hn::Sub(y, n);
-#endif
-  VF p = hn::Set(d, 0.07802433520555496f);
-  p = hn::MulAdd(p, f, hn::Set(d, 0.22606727480888367f));
-  p = hn::MulAdd(p, f, hn::Set(d, 0.6958335638046265f));
-  p = hn::MulAdd(p, f, hn::Set(d, 0.9999251961708069f));
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  return VF{_mm512_scalef_ps(p.raw, y.raw)};  // p * 2^floor(y)
-#else
-  const hn::RebindToSigned<DF> di;
-  const auto e = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
-  return hn::Mul(p, hn::BitCast(d, e));
-#endif
-}
-
-// 1 / x to about 1 ulp: the hardware estimate and one Newton step.
-HWY_INLINE VF RecipF(DF d, VF x) {
-  const VF r = hn::ApproximateReciprocal(x);
-  return hn::Mul(r, hn::NegMulAdd(x, r, hn::Set(d, 2.0f)));
 }
 
 // Non-temporal stores for outputs much larger than the caches: the line is written without

@@ -1,0 +1,287 @@
+// The sdpa kernel's fp32 register tiles: the Q.K^T panel and dot-product tiles and the P.V
+// tiles, sized to the target's vector registers (sdpa.cpp describes the layouts).
+// Included once per SIMD target (sdpa.cpp's foreach_target), hence the toggle guard.
+#if defined(BACKPLANE_ATTENTION_CPU_SDPA_TILES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef BACKPLANE_ATTENTION_CPU_SDPA_TILES_INL_H_
+#undef BACKPLANE_ATTENTION_CPU_SDPA_TILES_INL_H_
+#else
+#define BACKPLANE_ATTENTION_CPU_SDPA_TILES_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::attention::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Register tiles: 32 vector registers on AVX-512, 16 on AVX2/SSE4.
+//   Q.K^T: kQkRows keys x 2 query vectors;  P.V: kPvRows queries x kPvVecs head_dim vectors.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int kQkRows = 12;
+constexpr int kPvRows = 8;
+constexpr int kPvVecs = 3;
+constexpr int kDotKeys = 4;
+#else
+constexpr int kQkRows = 6;
+constexpr int kPvRows = 4;
+constexpr int kPvVecs = 2;
+constexpr int kDotKeys = 2;
+#endif
+// Blocks with at most this many query rows (decoding) take Q.K^T as dot products along
+// head_dim instead of broadcasting K: K is then streamed with full-vector loads.
+constexpr int64_t kDotMaxRows = 8;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// ------------------------------------------------------------------ register tiles
+
+// S^T rows from a K panel: kQkRows keys per tile, A(r, p) at tile[p * kQkRows + r]; every tile
+// is whole (the panel pads with zero keys), so C gets round_up(rows, kQkRows) rows.
+template <int NR>
+HWY_INLINE void TileQKPanel(int64_t rows, const float* HWY_RESTRICT tiles, const float* b,
+                            int64_t ldb, int64_t depth, float* c, int64_t ldc) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  for (int64_t r0 = 0; r0 < rows; r0 += kQkRows) {
+    const float* HWY_RESTRICT a = tiles + r0 * depth;
+    VF acc[kQkRows][NR];
+    for (int r = 0; r < kQkRows; ++r)
+      for (int v = 0; v < NR; ++v) acc[r][v] = hn::Zero(d);
+    for (int64_t p = 0; p < depth; ++p) {
+      VF bv[NR];
+      for (int v = 0; v < NR; ++v) bv[v] = hn::LoadU(d, b + p * ldb + v * N);
+      for (int r = 0; r < kQkRows; ++r) {
+        const VF av = hn::Set(d, a[p * kQkRows + r]);
+        for (int v = 0; v < NR; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+      }
+    }
+    float* cr = c + r0 * ldc;
+    for (int r = 0; r < kQkRows; ++r)
+      for (int v = 0; v < NR; ++v) hn::StoreU(acc[r][v], d, cr + r * ldc + v * N);
+  }
+}
+
+// Few query rows (decoding): S^T[j][r] = dot(K[j], Q[r]) along head_dim, for R rows and KB
+// keys at a time; Q rows are zero padded to dp, K rows are read with full (then masked) loads.
+template <int R, int KB>
+HWY_INLINE void DotTile(const float* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
+                        int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  VF acc[R][KB];
+  for (int r = 0; r < R; ++r)
+    for (int kk = 0; kk < KB; ++kk) acc[r][kk] = hn::Zero(d);
+  int64_t p = 0;
+  for (; p + N <= depth; p += N) {
+    VF kv[KB];
+    for (int kk = 0; kk < KB; ++kk) kv[kk] = hn::LoadU(d, k + kk * lda + p);
+    for (int r = 0; r < R; ++r) {
+      const VF qv = hn::LoadU(d, q + r * dp + p);
+      for (int kk = 0; kk < KB; ++kk) acc[r][kk] = hn::MulAdd(qv, kv[kk], acc[r][kk]);
+    }
+  }
+  if (p < depth) {
+    const auto tail = hn::FirstN(d, static_cast<size_t>(depth - p));
+    VF kv[KB];
+    for (int kk = 0; kk < KB; ++kk) kv[kk] = hn::MaskedLoad(tail, d, k + kk * lda + p);
+    for (int r = 0; r < R; ++r) {
+      const VF qv = hn::LoadU(d, q + r * dp + p);
+      for (int kk = 0; kk < KB; ++kk) acc[r][kk] = hn::MulAdd(qv, kv[kk], acc[r][kk]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int kk = 0; kk < KB; ++kk) st[kk * ldst + r] = hn::GetLane(hn::SumOfLanes(d, acc[r][kk]));
+}
+
+// Sums each of the N accumulators a[0..N) (N = lanes, 4, 8 or 16) into one lane of the result,
+// in log2(N) steps of shuffles and adds instead of N horizontal reductions. Source s lands in
+// lane TreeLane(s).
+constexpr int kLanes = static_cast<int>(HWY_LANES(float));
+constexpr int TreeLane(int s) {
+  // 16 lanes: the last step leaves the groups of four sources in block order 0, 2, 1, 3.
+  return kLanes == 16 ? ((s / 4 == 1 ? 2 : s / 4 == 2 ? 1 : s / 4) * 4 + s % 4) : s;
+}
+
+#if HWY_TARGET != HWY_SCALAR
+template <int L>
+HWY_INLINE VF ReduceTree(const VF* a) {
+  static_assert(L == 4 || L == 8 || L == 16, "ReduceTree handles 4, 8 or 16 lanes");
+  const DF d;
+  const hn::Repartition<uint64_t, DF> du;
+  VF c[L / 2];
+  for (int i = 0; i < L / 2; ++i) {
+    c[i] = hn::Add(hn::InterleaveLower(d, a[2 * i], a[2 * i + 1]),
+                   hn::InterleaveUpper(d, a[2 * i], a[2 * i + 1]));
+  }
+  VF e[L / 4];
+  for (int i = 0; i < L / 4; ++i) {
+    const auto lo = hn::BitCast(du, c[2 * i]), hi = hn::BitCast(du, c[2 * i + 1]);
+    e[i] = hn::Add(hn::BitCast(d, hn::InterleaveLower(du, lo, hi)),
+                   hn::BitCast(d, hn::InterleaveUpper(du, lo, hi)));
+  }
+  if constexpr (L == 4) {
+    return e[0];
+  } else {
+    VF g[L / 8];
+    for (int i = 0; i < L / 8; ++i) {
+      g[i] = hn::Add(hn::ConcatUpperUpper(d, e[2 * i + 1], e[2 * i]),
+                     hn::ConcatLowerLower(d, e[2 * i + 1], e[2 * i]));
+    }
+    if constexpr (L == 8) {
+      return g[0];
+    } else {
+      return hn::Add(hn::OddEvenBlocks(g[1], g[0]),
+                     hn::OddEvenBlocks(hn::SwapAdjacentBlocks(g[1]), hn::SwapAdjacentBlocks(g[0])));
+    }
+  }
+}
+
+// R rows x (lanes / R) keys of dot products, reduced together by ReduceTree.
+template <int R>
+HWY_INLINE void DotTileTree(const float* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
+                            int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst) {
+  constexpr int KB = kLanes / R;
+  const DF d;
+  const int64_t N = kLanes;
+  VF acc[kLanes];  // source s = kk * R + r
+  for (int s = 0; s < kLanes; ++s) acc[s] = hn::Zero(d);
+  int64_t p = 0;
+  for (; p + N <= depth; p += N) {
+    VF qv[R];
+    for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
+    for (int kk = 0; kk < KB; ++kk) {
+      const VF kv = hn::LoadU(d, k + kk * lda + p);
+      hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // K streams from L3/DRAM when decoding
+      for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
+    }
+  }
+  if (p < depth) {
+    const auto tail = hn::FirstN(d, static_cast<size_t>(depth - p));
+    VF qv[R];
+    for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
+    for (int kk = 0; kk < KB; ++kk) {
+      const VF kv = hn::MaskedLoad(tail, d, k + kk * lda + p);
+      for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
+    }
+  }
+  HWY_ALIGN float sums[kLanes];
+  hn::Store(ReduceTree<kLanes>(acc), d, sums);
+  for (int s = 0; s < kLanes; ++s) st[(s / R) * ldst + s % R] = sums[TreeLane(s)];
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+template <int R>
+HWY_INLINE void DotRows(int64_t nk, const float* k, int64_t lda, const float* q, int64_t dp,
+                        int64_t depth, float* st, int64_t ldst) {
+  int64_t j = 0;
+#if HWY_TARGET != HWY_SCALAR
+  constexpr int KB = kLanes / R;
+  for (; j + KB <= nk; j += KB) DotTileTree<R>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+#endif
+  for (; j + kDotKeys <= nk; j += kDotKeys)
+    DotTile<R, kDotKeys>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+  for (; j < nk; ++j) DotTile<R, 1>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+}
+
+// All nrows (<= kDotMaxRows) rows, four at a time (Q rows past nrows are zeros); the block's
+// other lanes are left alone.
+HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const float* k, int64_t lda,
+                      const float* q, int64_t dp, int64_t depth, float* st) {
+  if (nrows == 1) return DotRows<1>(nk, k, lda, q, dp, depth, st, bq);
+  if (nrows == 2) return DotRows<2>(nk, k, lda, q, dp, depth, st, bq);
+  for (int64_t r = 0; r < nrows; r += 4) DotRows<4>(nk, k, lda, q + r * dp, dp, depth, st + r, bq);
+}
+
+// O rows: C[r][v] = alpha[r] * C[r][v] + sum_{j < depth} P[j * ldp + r] * V[j * ldv + v * N],
+// for MR rows (queries) and NV vectors (head_dim).
+template <int MR, int NV>
+HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const float* HWY_RESTRICT v,
+                       int64_t ldv, int64_t depth, float* HWY_RESTRICT c, int64_t ldc,
+                       const float* HWY_RESTRICT alpha) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  VF acc[MR][NV];
+  for (int r = 0; r < MR; ++r) {
+    const VF al = hn::Set(d, alpha[r]);
+    for (int n = 0; n < NV; ++n) acc[r][n] = hn::Mul(hn::LoadU(d, c + r * ldc + n * N), al);
+  }
+  for (int64_t j = 0; j < depth; ++j) {
+    VF bv[NV];
+    for (int n = 0; n < NV; ++n) bv[n] = hn::LoadU(d, v + j * ldv + n * N);
+    for (int r = 0; r < MR; ++r) {
+      const VF av = hn::Set(d, pt[j * ldp + r]);
+      for (int n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(av, bv[n], acc[r][n]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NV; ++n) hn::StoreU(acc[r][n], d, c + r * ldc + n * N);
+}
+
+// The P.V column chunks, in TilePVCols' order: kPvVecs vectors at a time, then 2, then 1.
+HWY_INLINE int64_t ChunkVecs(int64_t n, int64_t vecs) {
+  if (n + kPvVecs <= vecs) return kPvVecs;
+  if (kPvVecs > 2 && n + 2 <= vecs) return 2;
+  return 1;
+}
+
+// MR query rows over all `vecs` head_dim vectors, chunk by chunk (ChunkVecs). V is either
+// rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
+// Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
+// key within the panels.
+template <int MR>
+HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const float* v, int64_t ldv,
+                           int64_t panel_keys, int64_t key0, int64_t depth, float* c, int64_t ldc,
+                           const float* alpha) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t n = 0; n < vecs;) {
+    const int64_t nv = ChunkVecs(n, vecs);
+    const float* vc = v + n * N;
+    int64_t lc = ldv;
+    if (panel_keys > 0) {
+      vc = v + n * N * panel_keys + key0 * nv * N;
+      lc = nv * N;
+    }
+    if (nv == kPvVecs) {
+      TilePV<MR, kPvVecs>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+    } else if (nv == 2) {
+      TilePV<MR, 2>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+    } else {
+      TilePV<MR, 1>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+    }
+    n += nv;
+  }
+}
+
+HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp, const float* v,
+                           int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
+                           int64_t ldc, const float* alpha) {
+  int64_t r = 0;
+  for (; r + kPvRows <= rows; r += kPvRows)
+    TilePVCols<kPvRows>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                        alpha + r);
+  if constexpr (kPvRows > 4) {
+    if (r + 4 <= rows) {
+      TilePVCols<4>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                    alpha + r);
+      r += 4;
+    }
+  }
+  if (r + 2 <= rows) {
+    TilePVCols<2>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+    r += 2;
+  }
+  if (r < rows) {
+    TilePVCols<1>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace backplane::attention::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // BACKPLANE_ATTENTION_CPU_SDPA_TILES_INL_H_

@@ -1,0 +1,130 @@
+// The CPU kernels' float32 math, one function per accuracy (each says its error and what it
+// is for):
+//   ExpF        e^x, ~2e-7, any x (the activations)
+//   Exp2F<6>    2^x for x <= 0, ~2e-7 (softmax probabilities in float32)
+//   Exp2F<4>    2^x for x <= 0, ~4e-5 (softmax probabilities rounded to bfloat16)
+//   Exp2Coarse  2^y, ~7.5e-5, y in [-126, 127) (activations rounded to bfloat16)
+//   RecipF      1 / x, ~1 ulp
+// Included once per SIMD target (foreach_target), hence the toggle guard.
+#if defined(BACKPLANE_KERNELS_COMMON_SIMD_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef BACKPLANE_KERNELS_COMMON_SIMD_MATH_INL_H_
+#undef BACKPLANE_KERNELS_COMMON_SIMD_MATH_INL_H_
+#else
+#define BACKPLANE_KERNELS_COMMON_SIMD_MATH_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// e^x, relative error about 2e-7, for the activations: x = n ln2 + r with n = round(x / ln2)
+// and r reduced in two parts (Cody and Waite), e^r by its Taylor polynomial to r^6 (|r| <=
+// ln2 / 2), then scaled by 2^n (one vscalefps on AVX-512). 0 below about -87.3 (never a
+// denormal); x is capped at 88.
+HWY_INLINE VF ExpF(DF d, VF x) {
+  x = hn::Min(x, hn::Set(d, 88.0f));
+  const VF n = hn::Round(hn::Mul(x, hn::Set(d, 1.44269504088896341f)));
+  VF r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);
+  r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187e-06f), r);
+  VF p = hn::Set(d, 1.0f / 720);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 120));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 24));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 6));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  const VF low = hn::Set(d, -87.3f);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  return hn::IfThenZeroElse(hn::Lt(x, low), VF{_mm512_scalef_ps(p.raw, n.raw)});
+#else
+  const hn::RebindToSigned<DF> di;
+  const auto e = hn::ShiftLeft<23>(
+      hn::Add(hn::ConvertTo(di, hn::Max(n, hn::Set(d, -126.0f))), hn::Set(di, 127)));
+  return hn::IfThenZeroElse(hn::Lt(x, low), hn::Mul(p, hn::BitCast(d, e)));
+#endif
+}
+
+// 2^y to a relative error of 7.5e-5, for y in [-126, 127) (any y on AVX-512: vscalefps goes to
+// 0 and inf, and vreduceps takes +-inf to 0): 2^floor(y) times a cubic in frac(y), fitted to 2^f on
+// [0, 1) for the least relative error. For results rounded to bfloat16 (a step of 2^-8 = 3.9e-3),
+// where ExpF's 2e-7 buys nothing and costs seven more ops.
+HWY_INLINE VF Exp2Coarse(DF d, VF y) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  const VF f{_mm512_reduce_ps(y.raw, 0x09)};  // y - floor(y), no precision exception
+#else
+  const VF n = hn::Floor(y);
+  const VF f = hn::Sub(y, n);
+#endif
+  VF p = hn::Set(d, 0.07802433520555496f);
+  p = hn::MulAdd(p, f, hn::Set(d, 0.22606727480888367f));
+  p = hn::MulAdd(p, f, hn::Set(d, 0.6958335638046265f));
+  p = hn::MulAdd(p, f, hn::Set(d, 0.9999251961708069f));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  return VF{_mm512_scalef_ps(p.raw, y.raw)};  // p * 2^floor(y)
+#else
+  const hn::RebindToSigned<DF> di;
+  const auto e = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, e));
+#endif
+}
+
+// 1 / x to about 1 ulp: the hardware estimate and one Newton step.
+HWY_INLINE VF RecipF(DF d, VF x) {
+  const VF r = hn::ApproximateReciprocal(x);
+  return hn::Mul(r, hn::NegMulAdd(x, r, hn::Set(d, 2.0f)));
+}
+
+// p(f) ~ 2^f for f in [-0.5, 0.5], for Exp2F.
+template <int kDegree>
+HWY_INLINE VF Exp2Poly(DF d, VF f) {
+  if constexpr (kDegree == 6) {
+    VF p = hn::Set(d, 1.535336188319500e-4f);
+    p = hn::MulAdd(p, f, hn::Set(d, 1.339887440266574e-3f));
+    p = hn::MulAdd(p, f, hn::Set(d, 9.618437357674640e-3f));
+    p = hn::MulAdd(p, f, hn::Set(d, 5.550332471162809e-2f));
+    p = hn::MulAdd(p, f, hn::Set(d, 2.402264791363012e-1f));
+    p = hn::MulAdd(p, f, hn::Set(d, 6.931472028550421e-1f));
+    return hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  } else {
+    static_assert(kDegree == 4, "degree 4 or 6");
+    VF p = hn::Set(d, 9.6181291076284772e-3f);
+    p = hn::MulAdd(p, f, hn::Set(d, 5.5504108664821580e-2f));
+    p = hn::MulAdd(p, f, hn::Set(d, 2.4022650695910071e-1f));
+    p = hn::MulAdd(p, f, hn::Set(d, 6.9314718055994531e-1f));
+    return hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  }
+}
+
+// 2^x for x <= 0 (x may be -inf), as 2^round(x) * p(f), f = x - round(x) in [-0.5, 0.5], for
+// softmax probabilities. kDegree 6: Cephes' exp2f polynomial, relative error ~2e-7 (fp32
+// probabilities); kDegree 4: Taylor, ~4e-5 (probabilities rounded to bf16 anyway). 0 below
+// -126: never a denormal.
+template <int kDegree = 6>
+HWY_INLINE VF Exp2F(DF d, VF x) {
+  x = hn::Max(x, hn::Set(d, -127.0f));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // vrndscaleps + vscalefps: the 2^n scaling in one instruction; results below 2^-126 become 0
+  // (denormal probabilities would only slow the products down).
+  const VF n{_mm512_roundscale_ps(x.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+  const VF p = Exp2Poly<kDegree>(d, hn::Sub(x, n));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -126.0f)), VF{_mm512_scalef_ps(p.raw, n.raw)});
+#else
+  const auto n = hn::NearestInt(x);
+  const VF p = Exp2Poly<kDegree>(d, hn::Sub(x, hn::ConvertTo(d, n)));
+  const hn::RebindToSigned<DF> di;
+  const auto bits = hn::ShiftLeft<23>(hn::Add(n, hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, bits));
+#endif
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace backplane::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // BACKPLANE_KERNELS_COMMON_SIMD_MATH_INL_H_
