@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in a clang build tree of their own and runs each for a bounded
 # time over its seed corpus (tests/fuzz/corpus/<target>/, kept in the repository; new inputs go
-# to a scratch corpus in the build tree, not to the repository: grow_corpus.sh does that).
+# to a scratch corpus in the build tree, not to the repository: corpus.sh grow does that).
 # Any crash, hang (-timeout), leak, sanitizer report or out-of-memory fails, and the input that
 # caused it is printed with the command that replays it.
 #
