@@ -4,9 +4,9 @@
 // (10 is linear; Accelerate's own loops are quadratic in places).
 //
 //   build/bin/backplane-planner-bench [--benchmark_filter=...]
-#include <backplane/device_map.hpp>
-#include <backplane/model.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/model/device_map.hpp>
+#include <backplane/model/model.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <benchmark/benchmark.h>
 

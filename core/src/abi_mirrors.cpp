@@ -3,8 +3,8 @@
 // private bits are checked in kernel_mapping/mode.cpp; the kernel libraries' StatusCode in
 // kernels/common/abi_status.hpp.)
 #include <backplane/plugin.h>
-#include <backplane/device_info.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <cstdint>
 

@@ -1,7 +1,8 @@
 // Device-string parsing with c10's grammar and messages (docs/device-rules.md §1).
-#include <backplane/device.hpp>
 #include <backplane/error.hpp>
+#include <backplane/internal/device_types.hpp>
 #include <backplane/internal/text.hpp>
+#include <backplane/rules/device.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -44,15 +45,14 @@ const std::vector<std::string>& builtin_device_types() {
 }
 
 std::vector<std::string> reserved_type_owners(std::string_view type) {
-  // The simulated backend stands in for any backend, so it may take every reserved name.
-  // AMD's plugin answers to `cuda` as PyTorch's ROCm builds do.
-  if (type == "cpu") return {"cpu", "sim"};
-  if (type == "cuda") return {"cuda", "rocm", "sim"};
-  if (type == "hip") return {"rocm", "sim"};
-  if (type == "mps") return {"mps", "sim"};
-  if (type == "xpu") return {"xpu", "sim"};
-  if (type == "mtia") return {"mtia", "sim"};
-  return {};
+  std::vector<std::string> owners;
+  for (const internal::ReservedDeviceType& reserved : internal::kReservedDeviceTypes) {
+    if (reserved.name != type) continue;
+    for (std::string_view owner : reserved.owners) {
+      if (!owner.empty()) owners.emplace_back(owner);
+    }
+  }
+  return owners;
 }
 
 bool is_valid_device_type_name(std::string_view name) {

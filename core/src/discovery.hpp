@@ -1,12 +1,12 @@
 // Where manifests are looked for, and which ones are found, in order.
 #pragma once
 
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <filesystem>
 #include <vector>
 
-#include "logger.hpp"
+#include "plugin_host/logger.hpp"
 
 namespace backplane::detail {
 

@@ -1,5 +1,5 @@
 #include <backplane/error.hpp>
-#include <backplane/kernels.hpp>
+#include <backplane/runtime/kernels.hpp>
 
 #include "host_api.hpp"
 

@@ -1,8 +1,8 @@
 #include "manifest.hpp"
 
-#include <backplane/device.hpp>
 #include <backplane/internal/checked_json.hpp>
 #include <backplane/internal/files.hpp>
+#include <backplane/rules/device.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,14 +1,12 @@
 #include "registrar.hpp"
 
-#include <backplane/device.hpp>
 #include <backplane/error.hpp>
 #include <backplane/internal/text.hpp>
-#include <backplane/kernel_mapping.hpp>
+#include <backplane/rules/device.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
 
 #include <algorithm>
 #include <climits>
-
-#include "abi_struct.hpp"
 
 namespace backplane::detail {
 namespace {
@@ -62,21 +60,12 @@ Property read_property(const bp_property& in, std::string& error) {
   return out;
 }
 
-bp_status* refuse(bp_registrar_context* context, bp_status_code code, const std::string& reason) {
-  if (context->first_error.empty()) context->first_error = reason;
-  return make_status(code, reason);
-}
+}  // namespace
 
-bp_status* add_device_type(bp_registrar_context* context, const bp_device_type_desc* desc) try {
-  bp_device_type_desc d;
-  if (!read_abi_struct(desc, BP_DEVICE_TYPE_DESC_SIZE_1_0, d)) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  "add_device_type: descriptor is NULL or smaller than ABI 1.0's (" +
-                      std::to_string(BP_DEVICE_TYPE_DESC_SIZE_1_0) + " bytes)");
-  }
+std::string PluginRegistration::add_device_type(const bp_device_type_desc& d) {
   BackendInfo backend;
   backend.type = copy(d.name);
-  backend.plugin = context->manifest->name;
+  backend.plugin = manifest_.name;
   backend.hub_key = d.hub_key != nullptr ? d.hub_key : backend.type;
   backend.collective_backend = copy(d.collective_backend);
   backend.training_priority = d.training_priority;
@@ -85,29 +74,19 @@ bp_status* add_device_type(bp_registrar_context* context, const bp_device_type_d
   backend.available = d.available != 0;
   backend.unavailable_reason = copy(d.unavailable_reason);
   backend.simulated = (d.flags & BP_TYPE_SIMULATED) != 0;
-  if (std::string reason = check_device_type(*context, backend); !reason.empty()) {
-    return refuse(context, BP_INVALID_ARGUMENT, reason);
-  }
-  if (const BackendInfo* owner = context->committed->find_backend(backend.type);
+  if (std::string reason = check_device_type(backend); !reason.empty()) return reason;
+  if (const BackendInfo* owner = committed_.find_backend(backend.type);
       owner != nullptr && !replaces(backend, *owner)) {
     backend.replaced_by = owner->plugin;  // registered, shown, but the incumbent stays
   }
-  context->pending.backends.push_back(std::move(backend));
-  return nullptr;
-} catch (const std::exception& e) {
-  return refuse(context, BP_INTERNAL, std::string("add_device_type: ") + e.what());
+  pending_.backends.push_back(std::move(backend));
+  return {};
 }
 
-bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc) try {
-  bp_device_desc d;
-  if (!read_abi_struct(desc, BP_DEVICE_DESC_SIZE_1_0, d)) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  "add_device: descriptor is NULL or smaller than ABI 1.0's (" +
-                      std::to_string(BP_DEVICE_DESC_SIZE_1_0) + " bytes)");
-  }
+std::string PluginRegistration::add_device(const bp_device_desc& d) {
   DeviceInfo device;
   device.device = Device(copy(d.type), d.index);
-  device.plugin = context->manifest->name;
+  device.plugin = manifest_.name;
   device.name = copy(d.name);
   device.vendor = copy(d.vendor);
   device.uuid = copy(d.uuid);
@@ -123,110 +102,45 @@ bp_status* add_device(bp_registrar_context* context, const bp_device_desc* desc)
   device.simulated = d.simulated != 0;
   device.visibility_variable = copy(d.visibility_variable);
   if (d.property_count > 0 && d.properties == nullptr) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  "add_device " + device.device.str() + ": properties is NULL");
+    return "add_device " + device.device.str() + ": properties is NULL";
   }
   for (size_t i = 0; i < d.property_count; ++i) {
     std::string error;
     device.properties.push_back(read_property(d.properties[i], error));
-    if (!error.empty()) {
-      return refuse(context, BP_INVALID_ARGUMENT,
-                    "add_device " + device.device.str() + ": " + error);
-    }
+    if (!error.empty()) return "add_device " + device.device.str() + ": " + error;
   }
-  if (std::string reason = check_device(*context, device); !reason.empty()) {
-    return refuse(context, BP_INVALID_ARGUMENT, reason);
-  }
-  ++context->devices_per_type[device.device.type()];
+  if (std::string reason = check_device(device); !reason.empty()) return reason;
+  ++devices_per_type_[device.device.type()];
   // Devices of a backend that another one replaces are checked but not kept.
-  if (context->pending.find_backend(device.device.type()) == nullptr) return nullptr;
-  context->pending.devices.push_back(std::move(device));
-  return nullptr;
-} catch (const std::exception& e) {
-  return refuse(context, BP_INTERNAL, std::string("add_device: ") + e.what());
+  if (pending_.find_backend(device.device.type()) == nullptr) return {};
+  pending_.devices.push_back(std::move(device));
+  return {};
 }
 
-bool is_kernel_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
-bp_status* add_kernel(bp_registrar_context* context, const bp_kernel_desc* desc) try {
-  bp_kernel_desc d;
-  if (!read_abi_struct(desc, BP_KERNEL_DESC_SIZE_1_3, d)) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  "add_kernel: descriptor is NULL or smaller than ABI 1.3's (" +
-                      std::to_string(BP_KERNEL_DESC_SIZE_1_3) + " bytes)");
-  }
-  RegisteredKernel kernel;
-  kernel.info.op = copy(d.op);
-  kernel.info.implementation = copy(d.implementation);
-  kernel.info.device_type = copy(d.device_type);
-  kernel.info.plugin = context->manifest->name;
-  const std::string label = "kernel " + kernel.info.op + "/" + kernel.info.implementation;
-  if (!is_kernel_name(kernel.info.op) || !is_kernel_name(kernel.info.implementation)) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  label + ": op and implementation must be 1-64 characters of a-z, 0-9 and '_'");
-  }
+std::string PluginRegistration::check_kernel(const KernelInfo& kernel) {
   const bool type_registered =
-      std::any_of(context->pending.backends.begin(), context->pending.backends.end(),
-                  [&](const BackendInfo& b) { return b.type == kernel.info.device_type; });
-  if (!type_registered) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  label + ": device type '" + kernel.info.device_type +
-                      "' must be registered by this plugin first");
-  }
-  if (d.function == nullptr) {
-    return refuse(context, BP_INVALID_ARGUMENT, label + ": function is NULL");
-  }
-  if (d.min_compute_capability_major >= 0) {
-    kernel.info.min_compute_capability = ComputeCapability{
-        d.min_compute_capability_major, std::max(0, d.min_compute_capability_minor)};
-  }
-  if (d.dtype_count > 0 && d.dtypes == nullptr) {
-    return refuse(context, BP_INVALID_ARGUMENT, label + ": dtypes is NULL");
-  }
-  for (size_t i = 0; i < d.dtype_count; ++i) kernel.info.dtypes.push_back(copy(d.dtypes[i]));
-  kernel.info.max_head_dim = std::max(0, d.max_head_dim);
-  for (const RegisteredKernel& k : context->pending.kernels) {
-    if (k.info.op == kernel.info.op && k.info.implementation == kernel.info.implementation &&
-        k.info.device_type == kernel.info.device_type) {
-      return refuse(context, BP_INVALID_ARGUMENT,
-                    label + " registered twice for " + kernel.info.device_type);
-    }
-  }
-  kernel.function = d.function;
-  kernel.context = d.context;
-  context->pending.kernels.push_back(std::move(kernel));
-  return nullptr;
-} catch (const std::exception& e) {
-  return refuse(context, BP_INTERNAL, std::string("add_kernel: ") + e.what());
+      std::any_of(pending_.backends.begin(), pending_.backends.end(),
+                  [&](const BackendInfo& b) { return b.type == kernel.device_type; });
+  if (type_registered) return {};
+  return "kernel " + kernel.op + "/" + kernel.implementation + ": device type '" +
+         kernel.device_type + "' must be registered by this plugin first";
 }
 
-bp_status* add_layer_kernel(bp_registrar_context* context, const bp_layer_kernel_desc* desc) try {
-  bp_layer_kernel_desc d;
-  if (!read_abi_struct(desc, BP_LAYER_KERNEL_DESC_SIZE_1_4, d)) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  "add_layer_kernel: descriptor is NULL or smaller than ABI 1.4's (" +
-                      std::to_string(BP_LAYER_KERNEL_DESC_SIZE_1_4) + " bytes)");
-  }
+std::string PluginRegistration::add_layer_kernel(const bp_layer_kernel_desc& d) {
   KernelMappingEntry entry;
   entry.layer = copy(d.layer);
   entry.device_key = copy(d.device_key);
-  entry.source = context->manifest->name;
+  entry.source = manifest_.name;
   const std::string label = "layer kernel for '" + entry.layer + "' on '" + entry.device_key + "'";
   const bool key_registered =
-      std::any_of(context->pending.backends.begin(), context->pending.backends.end(),
+      std::any_of(pending_.backends.begin(), pending_.backends.end(),
                   [&](const BackendInfo& b) { return b.hub_key == entry.device_key; });
   if (!key_registered) {
-    return refuse(context, BP_INVALID_ARGUMENT,
-                  label +
-                      ": the device key must be the Hub key of a device type this plugin "
-                      "registered first");
+    return label +
+           ": the device key must be the Hub key of a device type this plugin registered first";
   }
   if (d.repo == nullptr || d.kernel_layer == nullptr) {
-    return refuse(context, BP_INVALID_ARGUMENT, label + ": repo and kernel_layer are required");
+    return label + ": repo and kernel_layer are required";
   }
   try {
     entry.mode = KernelMode::from_bits(d.mode);
@@ -240,49 +154,43 @@ bp_status* add_layer_kernel(bp_registrar_context* context, const bp_layer_kernel
     KernelMapping check;  // the mapping's own rules: names, ranges only on cuda and rocm
     check.add(entry);
   } catch (const InvalidArgument& e) {
-    return refuse(context, BP_INVALID_ARGUMENT, label + ": " + e.what());
+    return label + ": " + e.what();
   }
-  for (const KernelMappingEntry& e : context->pending.layer_kernels) {
+  for (const KernelMappingEntry& e : pending_.layer_kernels) {
     if (e.layer == entry.layer && e.device_key == entry.device_key && e.mode == entry.mode &&
         e.capability.has_value() == entry.capability.has_value() &&
         (!e.capability || (e.capability->min == entry.capability->min &&
                            e.capability->max == entry.capability->max))) {
-      return refuse(context, BP_INVALID_ARGUMENT,
-                    label + " registered twice for mode " + entry.mode.str());
+      return label + " registered twice for mode " + entry.mode.str();
     }
   }
-  context->pending.layer_kernels.push_back(std::move(entry));
-  return nullptr;
-} catch (const std::exception& e) {
-  return refuse(context, BP_INTERNAL, std::string("add_layer_kernel: ") + e.what());
+  pending_.layer_kernels.push_back(std::move(entry));
+  return {};
 }
-
-}  // namespace
 
 bool replaces(const BackendInfo& challenger, const BackendInfo& incumbent) {
   if (challenger.simulated != incumbent.simulated) return challenger.simulated;
   return challenger.available && !incumbent.available;
 }
 
-std::string check_device_type(const bp_registrar_context& context, const BackendInfo& backend) {
+std::string PluginRegistration::check_device_type(const BackendInfo& backend) const {
   const std::string& type = backend.type;
   if (!is_valid_device_type_name(type)) {
     return "device type name '" + type + "' must be letters and '_' only";
   }
-  const std::vector<std::string>& listed = context.manifest->device_types;
+  const std::vector<std::string>& listed = manifest_.device_types;
   if (std::find(listed.begin(), listed.end(), type) == listed.end()) {
     return "device type '" + type + "' is not in the manifest's device_types [" +
            internal::join(listed) + "]";
   }
   const std::vector<std::string> owners = reserved_type_owners(type);
-  if (!owners.empty() &&
-      std::find(owners.begin(), owners.end(), context.manifest->name) == owners.end()) {
+  if (!owners.empty() && std::find(owners.begin(), owners.end(), manifest_.name) == owners.end()) {
     return "device type '" + type + "' is reserved for the plugins " + internal::join(owners);
   }
-  for (const BackendInfo& b : context.pending.backends) {
+  for (const BackendInfo& b : pending_.backends) {
     if (b.type == type) return "device type '" + type + "' registered twice";
   }
-  if (const BackendInfo* owner = context.committed->find_backend(type)) {
+  if (const BackendInfo* owner = committed_.find_backend(type)) {
     if (replaces(backend, *owner) || replaces(*owner, backend)) return {};
     return "device type '" + type + "' is already provided by plugin '" + owner->plugin + "'";
   }
@@ -295,13 +203,12 @@ std::string check_device_type(const bp_registrar_context& context, const Backend
   return {};
 }
 
-std::string check_device(const bp_registrar_context& context, const DeviceInfo& device) {
+std::string PluginRegistration::check_device(const DeviceInfo& device) const {
   const std::string label = "device " + device.device.str();
   const std::string& type = device.device.type();
-  const auto registered =
-      std::find_if(context.pending.backends.begin(), context.pending.backends.end(),
-                   [&](const BackendInfo& b) { return b.type == type; });
-  if (registered == context.pending.backends.end()) {
+  const auto registered = std::find_if(pending_.backends.begin(), pending_.backends.end(),
+                                       [&](const BackendInfo& b) { return b.type == type; });
+  if (registered == pending_.backends.end()) {
     return label + ": its type must be registered by this plugin first";
   }
   const BackendInfo* backend = &*registered;
@@ -310,8 +217,8 @@ std::string check_device(const bp_registrar_context& context, const DeviceInfo& 
            ")";
   }
   const int index = *device.device.index();
-  const auto counted = context.devices_per_type.find(type);
-  const int expected = counted == context.devices_per_type.end() ? 0 : counted->second;
+  const auto counted = devices_per_type_.find(type);
+  const int expected = counted == devices_per_type_.end() ? 0 : counted->second;
   if (index != expected) {
     return label + ": indices must be registered in order from 0; expected " + type + ":" +
            std::to_string(expected);
@@ -326,17 +233,6 @@ std::string check_device(const bp_registrar_context& context, const DeviceInfo& 
     }
   }
   return {};
-}
-
-bp_registrar make_registrar(bp_registrar_context* context) {
-  bp_registrar registrar{};
-  registrar.struct_size = sizeof registrar;
-  registrar.context = context;
-  registrar.add_device_type = &add_device_type;
-  registrar.add_device = &add_device;
-  registrar.add_kernel = &add_kernel;
-  registrar.add_layer_kernel = &add_layer_kernel;
-  return registrar;
 }
 
 }  // namespace backplane::detail

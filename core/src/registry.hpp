@@ -1,21 +1,16 @@
 // What every loaded plugin registered, in load order. Built once by Runtime::open, then frozen.
 #pragma once
 
-#include <backplane/device_info.hpp>
-#include <backplane/kernel_mapping.hpp>
-#include <backplane/kernels.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/kernels.hpp>
 
 #include <algorithm>
 #include <vector>
 
-namespace backplane::detail {
+#include "plugin_host/registrar.hpp"
 
-// A kernel as the plugin registered it: its description and where to call it.
-struct RegisteredKernel {
-  KernelInfo info;
-  void (*function)(void) = nullptr;
-  void* context = nullptr;
-};
+namespace backplane::detail {
 
 struct Registry {
   std::vector<BackendInfo> backends;

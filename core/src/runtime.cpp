@@ -1,8 +1,8 @@
 // Runtime::open: discover manifests, load each selected plugin, freeze what they registered.
 #include <backplane/error.hpp>
 #include <backplane/internal/text.hpp>
-#include <backplane/runtime.hpp>
-#include <backplane/sim_topology.hpp>
+#include <backplane/runtime/runtime.hpp>
+#include <backplane/runtime/sim_topology.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -13,8 +13,8 @@
 #include "env.hpp"
 #include "isolation/probe.hpp"
 #include "loaded_plugin.hpp"
-#include "logger.hpp"
 #include "manifest.hpp"
+#include "plugin_host/logger.hpp"
 #include "plugin_safety/library_location.hpp"
 #include "plugin_safety/permissions.hpp"
 #include "registry.hpp"

@@ -2,7 +2,7 @@
 // to the devices it finds; for devices described by a topology, the core does it instead.
 #pragma once
 
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include "registry.hpp"
 

@@ -3,6 +3,7 @@
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/repo_id.hpp>
 #include <backplane/internal/checked_json.hpp>
+#include <backplane/internal/device_types.hpp>
 #include <backplane/internal/files.hpp>
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,8 @@ bool is_layer_name(const std::string& s) {
 }
 
 bool backend_has_version(const std::string& backend) {
-  return backend == "cuda" || backend == "rocm" || backend == "xpu" || backend == "cann";
+  const internal::DeviceTypeFacts* type = internal::device_type_of_build_backend(backend);
+  return type != nullptr && type->versioned_build;
 }
 
 // Reads fields of one JSON object, naming the file and the field path in every error.
@@ -264,7 +266,9 @@ void check_metadata_fits(const PackageMetadata& m, const BuildVariant& variant,
     throw InvalidArgument(file.string() + ": " + field + ": " + what);
   };
   if (variant.kind == BuildVariant::Kind::kGeneric) {
-    const std::string family = variant.backend == "npu" ? "cann" : variant.backend;
+    // A generic variant (torch-npu) names the device type; metadata.json its build backend.
+    const internal::DeviceTypeFacts* type = internal::device_type_facts(variant.backend);
+    const std::string family = type != nullptr ? std::string(type->build_backend) : variant.backend;
     if (family != "universal" && m.backend != family) {
       fail("backend.name", "'" + m.backend + "' does not match the variant folder " + variant.name +
                                " (backend " + family + ")");

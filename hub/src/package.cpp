@@ -1,34 +1,36 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
 #include <backplane/hub/package.hpp>
-#include <backplane/internal/dynamic_library.hpp>
 #include <backplane/internal/text.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <system_error>
 
-#include "package_host.hpp"
+#include "plugin_host/plugin_library.hpp"
 
 namespace backplane::hub {
 
 namespace {
 
-// The open library and what its init made. Kernels own it (PackageKernel::owner), so it lives
-// while any of them does; shutdown runs, then the library closes.
-struct PackageLibrary {
-  internal::DynamicLibrary library;  // declared first: closed last
-  detail::PackageHostContext host_context;
-  bp_host_api host_api{};
-  bp_plugin_api api{};
-  bp_plugin_state* state = nullptr;
-  bool initialized = false;
-
-  PackageLibrary() = default;
-  PackageLibrary(const PackageLibrary&) = delete;
-  PackageLibrary& operator=(const PackageLibrary&) = delete;
-  ~PackageLibrary() {
-    if (initialized && api.shutdown != nullptr) api.shutdown(state);
+// A kernel package registers kernels only: device types and devices come from backend plugins,
+// and its layer kernels from the store's mappings.
+class PackageRegistration : public detail::RegistrationHandler {
+ public:
+  std::string add_device_type(const bp_device_type_desc&) override {
+    return "add_device_type: a kernel package registers kernels only (add_kernel); device types "
+           "come from backend plugins";
+  }
+  std::string add_device(const bp_device_desc&) override {
+    return "add_device: a kernel package registers kernels only (add_kernel); devices come from "
+           "backend plugins";
+  }
+  std::string check_kernel(const KernelInfo& kernel) override {
+    if (!kernel.device_type.empty()) return {};
+    return "kernel " + kernel.op + "/" + kernel.implementation + ": device_type is empty";
+  }
+  std::string add_layer_kernel(const bp_layer_kernel_desc&) override {
+    return "add_layer_kernel: a kernel package registers kernels only (add_kernel); which layer "
+           "a package's kernel replaces is the mapping's";
   }
 };
 
@@ -41,10 +43,6 @@ struct LoadedPackage::Impl {
 };
 
 namespace {
-
-std::string abi_string(uint32_t major, uint32_t minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
 
 std::string label(const PackageSource& s) {
   return "kernel package " + s.repo.str() + "@" + s.revision + " (" + s.variant + ")";
@@ -65,9 +63,9 @@ std::string cc_text(const std::optional<ComputeCapability>& cc) {
 // Each registered kernel must be a declared function with the same requirements, and each
 // declared function must be registered.
 void check_against_metadata(const PackageSource& s, const PackageMetadata& m,
-                            const std::vector<detail::RegisteredPackageKernel>& kernels) {
+                            const std::vector<detail::RegisteredKernel>& kernels) {
   const std::string file = (s.folder / "metadata.json").string();
-  for (const detail::RegisteredPackageKernel& k : kernels) {
+  for (const detail::RegisteredKernel& k : kernels) {
     const KernelInfo& i = k.info;
     const PackageFunction* f = m.function(i.implementation);
     const std::string what =
@@ -95,7 +93,7 @@ void check_against_metadata(const PackageSource& s, const PackageMetadata& m,
   for (const PackageFunction& f : m.functions) {
     const bool registered = std::any_of(
         kernels.begin(), kernels.end(),
-        [&](const detail::RegisteredPackageKernel& k) { return k.info.implementation == f.name; });
+        [&](const detail::RegisteredKernel& k) { return k.info.implementation == f.name; });
     if (!registered) {
       fail(s, file + " declares function " + f.name + " (" + f.op +
                   "), but the library did not register it");
@@ -124,15 +122,11 @@ const PackageKernel* LoadedPackage::find(std::string_view op,
 }
 
 std::string LoadedPackage::take_status(bp_status* status) {
-  if (status == nullptr) return {};
-  std::string message = status->message.empty() ? "out of memory" : status->message;
-  detail::free_package_status(status);
-  return message;
+  return detail::take_status_message(status);
 }
 
 LoadedPackage load_package_variant(const PackageSource& s, const PackageLoadOptions& options) {
   auto impl = std::make_shared<LoadedPackage::Impl>();
-  auto lib = std::make_shared<PackageLibrary>();
   impl->source = s;
   const BuildVariant variant = BuildVariant::parse(s.variant);
   const std::filesystem::path metadata_file = s.folder / "metadata.json";
@@ -149,54 +143,28 @@ LoadedPackage load_package_variant(const PackageSource& s, const PackageLoadOpti
   if (!std::filesystem::is_regular_file(library, ec)) {
     fail(s, "the library " + library.string() + " named by metadata.json is missing");
   }
-  std::string error;
-  lib->library = internal::DynamicLibrary::open(library.string(), error,
-                                                internal::DynamicLibrary::OnClose::kUnloads);
-  if (!lib->library) fail(s, "cannot load " + library.string() + ": " + error);
-  const auto get_api = lib->library.function<bp_get_api_fn>(BP_ENTRY_SYMBOL);
-  if (get_api == nullptr) {
-    fail(s, library.string() + " does not export " + BP_ENTRY_SYMBOL +
-                ": a kernel package library exports the plugin entry symbol");
+  std::shared_ptr<detail::PluginLibrary> lib;
+  std::vector<detail::RegisteredKernel> kernels;
+  try {
+    lib = detail::PluginLibrary::open(library);
+    const bp_plugin_api& api = lib->api();
+    if (api.abi_major != m.abi_major || api.abi_minor != m.abi_minor) {
+      fail(s, "the library is built for ABI " + lib->abi_version() + " but " +
+                  metadata_file.string() + " says abi_version " + m.abi_version());
+    }
+    const std::string package = s.repo.str() + "@" + s.revision;
+    PackageRegistration registration;
+    kernels = lib->init(bp_host_context{"kernel package '" + package + "'",
+                                        detail::Logger(options.log_level, options.log_sink),
+                                        {}},
+                        package, registration);
+  } catch (const detail::LoadError& e) {
+    fail(s, e.what());
   }
-  const bp_plugin_api* table = get_api(BP_ABI_VERSION_MAJOR, BP_ABI_VERSION_MINOR);
-  if (table == nullptr) {
-    fail(s, std::string(BP_ENTRY_SYMBOL) +
-                " returned NULL: the library cannot serve a host with ABI " +
-                abi_string(BP_ABI_VERSION_MAJOR, BP_ABI_VERSION_MINOR));
-  }
-  if (table->struct_size < BP_PLUGIN_API_SIZE_1_0) {
-    fail(s, "its table is " + std::to_string(table->struct_size) +
-                " bytes, smaller than ABI 1.0's " + std::to_string(BP_PLUGIN_API_SIZE_1_0));
-  }
-  std::memcpy(static_cast<void*>(&lib->api), table, std::min(table->struct_size, sizeof lib->api));
-  const bp_plugin_api& api = lib->api;
-  if (api.abi_major != m.abi_major || api.abi_minor != m.abi_minor) {
-    fail(s, "the library is built for ABI " + abi_string(api.abi_major, api.abi_minor) + " but " +
-                metadata_file.string() + " says abi_version " + m.abi_version());
-  }
-  if (api.init == nullptr) fail(s, "its table has no init function");
+  check_against_metadata(s, m, kernels);
 
-  lib->host_context.package = s.repo.str() + "@" + s.revision;
-  lib->host_context.log_level = options.log_level;
-  lib->host_context.log_sink = options.log_sink;
-  lib->host_api = detail::make_package_host_api(&lib->host_context);
-  detail::PackageRegistrarContext registrar_context;
-  registrar_context.package = lib->host_context.package;
-  const bp_registrar registrar = detail::make_package_registrar(&registrar_context);
-  bp_status* status = api.init(&lib->host_api, &registrar, &lib->state);
-  if (status != nullptr) {
-    const bp_status_code code = status->code;
-    const std::string message = LoadedPackage::take_status(status);
-    fail(s, "init failed (code " + std::to_string(static_cast<int>(code)) + "): " + message);
-  }
-  lib->initialized = true;  // from here on, the destructor calls shutdown
-  if (!registrar_context.first_error.empty()) {
-    fail(s, "init registered something invalid: " + registrar_context.first_error);
-  }
-  check_against_metadata(s, m, registrar_context.kernels);
-
-  const std::shared_ptr<const void> owner = lib;
-  for (detail::RegisteredPackageKernel& k : registrar_context.kernels) {
+  const std::shared_ptr<const void> owner = lib;  // kernels hold the library
+  for (detail::RegisteredKernel& k : kernels) {
     impl->kernels.push_back(PackageKernel{std::move(k.info), k.function, k.context, owner});
   }
   return LoadedPackage(std::move(impl));

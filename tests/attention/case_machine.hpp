@@ -2,7 +2,7 @@
 // tests/python/attention_oracle.py describes to transformers, in backplane's terms.
 #pragma once
 
-#include <backplane/attention.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 // transformers' own resolution for every row of cases.json and ctest hands its output over in
 // BACKPLANE_ATTENTION_ORACLE. A row with "differs" is a deliberate difference: our outcome must
 // be its "ours", and transformers' must not be, so a change on either side shows up here.
-#include <backplane/attention.hpp>
 #include <backplane/error.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

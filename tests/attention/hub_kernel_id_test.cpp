@@ -1,6 +1,6 @@
 // HubKernelId: transformers' is_kernel() pattern and the split of load_and_register_attn_kernel.
-#include <backplane/attention.hpp>
 #include <backplane/error.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // resolve_attention: every rule and message, over machines written as tables.
-#include <backplane/attention.hpp>
 #include <backplane/error.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <gtest/gtest.h>
 

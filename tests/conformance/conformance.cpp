@@ -1,8 +1,8 @@
 // The conformance checks. Each opens runtimes that see only the plugin under test, through the
 // public API alone, as a host application would.
 #include <backplane/conformance.hpp>
-#include <backplane/device_info.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include "process_resources.hpp"
 

@@ -4,10 +4,10 @@
 #include "host_tensor.hpp"
 
 #include <backplane/conformance.hpp>
-#include <backplane/device_info.hpp>
 #include <backplane/error.hpp>
-#include <backplane/kernels.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/kernels.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -14,8 +14,8 @@
 // packages' libraries call them.
 #include <cuda_runtime_api.h>
 #include <backplane/error.hpp>
-#include <backplane/kernels.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/kernels.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <algorithm>
 #include <cmath>

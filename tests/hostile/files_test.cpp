@@ -2,7 +2,7 @@
 // duplicate keys, safetensors headers with lengths, offsets, names and shapes that lie. Each is
 // refused with an error naming what was wrong, and the same parser then still reads a good file
 // (nothing else is affected).
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <nlohmann/json.hpp>
 

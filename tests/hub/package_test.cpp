@@ -86,7 +86,7 @@ TEST(LoadPackageVariant, AFailingPackageThrowsWithThePackageAndTheReason) {
       {"registers a device type", HUB_TEST_PACKAGE_ADDS_DEVICE_TYPE, [](json&) {},
        "add_device_type: a kernel package registers kernels only", true},
       {"init fails", HUB_TEST_PACKAGE_INIT_FAILS, [](json&) {},
-       "init failed (code 4): this package refuses to start", true},
+       "init failed (unavailable): this package refuses to start", true},
       {"registers an undeclared kernel", HUB_TEST_PACKAGE_UNDECLARED_KERNEL, [](json&) {},
        "the library registers scale/scale_undeclared for cpu, which", true},
       {"declares a function it does not register", HUB_TEST_PACKAGE_GOOD,

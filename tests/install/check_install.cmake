@@ -9,7 +9,7 @@ endif()
 foreach(path bin/hwprobe bin/export-module-tree lib/libbackplane.so lib/backplane/plugins/cpu.json
         lib/backplane/plugins/libbackplane-cpu.so lib/backplane/plugins/mps.json
         lib/backplane/plugins/libbackplane-mps.so include/backplane/plugin.h
-        include/backplane/plugin_sdk.hpp include/backplane/runtime.hpp
+        include/backplane/plugin_sdk.hpp include/backplane/runtime/runtime.hpp
         include/backplane/version.hpp lib/cmake/backplane/backplaneConfig.cmake
         lib/cmake/backplane/backplaneConfigVersion.cmake lib/cmake/backplane/backplane-targets.cmake
         lib/cmake/backplane/BackplanePlugin.cmake lib/pkgconfig/backplane.pc)

@@ -1,6 +1,6 @@
 // Crash isolation (RuntimeOptions::isolate): a plugin that crashes, hangs or exits in init is
 // failed with how it ended, and the plugins beside it still load, with the report complete.
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Plugin files and folders others could write are refused (RuntimeOptions::
 // strict_plugin_permissions, BACKPLANE_INSECURE_PLUGINS=1 to allow), and so is a relative
 // library_path that leaves its manifest's folder through ".." or a symbolic link.
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Prints the runtime's plugin search path, one entry a line, as the BACKPLANE_* variables set
 // it; the privileged-process test runs a setgid copy of it.
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <iostream>
 

@@ -1,7 +1,7 @@
 // RuntimeOptions::from_environment and the BACKPLANE_* variables. Every test starts with all of
 // them unset and puts the process environment back as it found it.
 #include <backplane/error.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // failed with its specific reason, and that the good plugin in the same folder still loaded
 // with its two devices: a bad plugin never breaks the others (Vulkan-Loader#1467).
 #include <backplane/plugin.h>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // Plugins that load: what they register, how ABI minor versions mix, plugin selection, search
 // order, the runtime's queries and errors, and the runtime's life cycle.
 #include <backplane/plugin.h>
-#include <backplane/device.hpp>
 #include <backplane/error.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/rules/device.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -10,7 +10,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <filesystem>
 #include <memory>

@@ -2,7 +2,7 @@
 // configs. Every fact here was read in transformers 5.24's source (configuration_*.py,
 // modeling_*.py); the differential test checks many more configs against transformers itself.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include "temp_folder.hpp"
 

@@ -2,8 +2,8 @@
 // builds: tests/python/model_oracle.py writes the oracle (one case per generated config.json)
 // and ctest hands its path over in BACKPLANE_MODEL_ORACLE.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
-#include <backplane/tensor_parallel.hpp>
+#include <backplane/model/model.hpp>
+#include <backplane/model/tensor_parallel.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // DType names (torch's, their aliases, safetensors' codes) and tensor sizes.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// Finding a model from one word (backplane/model_source.hpp): Hub ids as huggingface_hub
+// Finding a model from one word (backplane/model/model_source.hpp): Hub ids as huggingface_hub
 // validates them, its cache folder from the environment, and local paths and cache snapshots
 // laid out as save_pretrained and huggingface_hub write them. tests/python/hub_cache_check.py
 // checks the same against a cache that huggingface_hub's own functions build.
 #include <backplane/error.hpp>
-#include <backplane/model_source.hpp>
+#include <backplane/model/model_source.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // and what from_pretrained loads from them; ctest names the folder in
 // BACKPLANE_SAFETENSORS_FIXTURES.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

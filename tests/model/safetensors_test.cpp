@@ -1,7 +1,7 @@
 // model_from_safetensors on small files written here: valid ones, each way a header can be
 // wrong, sharded indexes, and a config.json next to the weights.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include "temp_folder.hpp"
 

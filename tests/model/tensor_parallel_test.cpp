@@ -1,8 +1,8 @@
 // plan_tensor_parallel on hand-derived models; the differential test compares many more with
 // transformers' own apply_tensor_parallelism.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
-#include <backplane/tensor_parallel.hpp>
+#include <backplane/model/model.hpp>
+#include <backplane/model/tensor_parallel.hpp>
 
 #include <gtest/gtest.h>
 

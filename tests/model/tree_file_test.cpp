@@ -1,7 +1,7 @@
 // model_from_tree: the module tree file tools/export-module-tree writes (format
 // "backplane-module-tree", version 1), read exactly, and bad files refused by field.
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <gtest/gtest.h>
 

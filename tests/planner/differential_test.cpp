@@ -15,11 +15,11 @@
 // float32). Accelerate's own map for those ("accelerate_own") sizes the weights at their half
 // precision and overfills; the test counts where the two differ and requires the plan to say
 // so in its notes.
-#include <backplane/device_map.hpp>
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
-#include <backplane/model_source.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/model/device_map.hpp>
+#include <backplane/model/model.hpp>
+#include <backplane/model/model_source.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

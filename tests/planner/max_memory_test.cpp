@@ -1,6 +1,6 @@
 // max_memory as the command line and the dict form give it: keys, sizes and Accelerate's order.
-#include <backplane/device_map.hpp>
 #include <backplane/error.hpp>
+#include <backplane/model/device_map.hpp>
 
 #include <gtest/gtest.h>
 

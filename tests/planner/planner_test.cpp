@@ -1,9 +1,9 @@
 // The planner on a hand-sized tree (tiny_model.hpp). Each expected map is derived by hand from
 // the algorithm, step by step in the comment above it (and agrees with transformers 5.24 /
 // Accelerate 1.15 on the same tree built in torch).
-#include <backplane/device_map.hpp>
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/model/device_map.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 // Total 3236 B untied, 2836 B tied (the tree lists the shared weight once, under embed_tokens).
 #pragma once
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <string>
 

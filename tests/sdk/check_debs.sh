@@ -54,7 +54,7 @@ expect_files backplane-tools bin/hwprobe
 expect_depends backplane-tools "libbackplane0 \\(= $version\\)"
 expect_depends backplane-tools 'libboost-program-options'
 expect_files libbackplane-dev include/backplane/plugin.h include/backplane/plugin_sdk.hpp \
-  include/backplane/runtime.hpp include/backplane/version.hpp lib/libbackplane.so \
+  include/backplane/runtime/runtime.hpp include/backplane/version.hpp lib/libbackplane.so \
   lib/cmake/backplane/backplaneConfig.cmake lib/cmake/backplane/BackplanePlugin.cmake \
   lib/pkgconfig/backplane.pc
 expect_depends libbackplane-dev 'libdlpack-dev'

@@ -197,7 +197,7 @@ endif()
 
 # pkg-config alone: compile, link and run a host program against the prefix.
 file(WRITE ${WORK}/pc_probe.cpp
-"#include <backplane/runtime.hpp>
+"#include <backplane/runtime/runtime.hpp>
 #include <iostream>
 int main() {
   backplane::Runtime rt = backplane::Runtime::open();

@@ -1,7 +1,7 @@
 // Mixed-precision advice and the collective backend per device type (accelerate state.py
 // _prepare_backend; the seed's "bf16 on Ampere or newer").
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // parse_device_map: every form of from_pretrained's device_map and transformers' errors
 // (integrations/accelerate.py check_and_set_device_map).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //
 //   distributed_run --launch N [--timeout S] [--expect-device D] [--expect-backend B]
 #include <backplane/backplane.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

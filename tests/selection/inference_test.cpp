@@ -1,7 +1,7 @@
 // select_inference_device (from_pretrained's device_map) and select_pipeline_device
 // (transformers pipelines/base.py), over snapshots written as tables.
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

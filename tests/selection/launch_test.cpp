@@ -1,7 +1,7 @@
 // detect_launch: ranks from torchrun, MPI (PMI, Open MPI, MVAPICH2) and Slurm in Accelerate's
 // order (accelerate utils/environment.py get_cpu_distributed_information, get_int_from_env).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

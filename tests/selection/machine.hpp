@@ -2,7 +2,7 @@
 #pragma once
 
 #include <backplane/internal/device_types.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <map>
 #include <optional>
@@ -23,8 +23,8 @@ struct Machine {
     const backplane::internal::DeviceTypeFacts* facts =
         backplane::internal::device_type_facts(type);
     const backplane::internal::DeviceTypeFacts t =
-        facts != nullptr ? *facts : backplane::internal::DeviceTypeFacts{type, type, type, "",
-                                                                         0,    true, false};
+        facts != nullptr ? *facts : backplane::internal::DeviceTypeFacts{type, type, type, false,
+                                                                         "",   0,    true, false};
     backplane::BackendInfo backend;
     backend.type = type;
     backend.plugin = type == "rocm" ? "rocm" : type;

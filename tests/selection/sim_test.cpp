@@ -1,7 +1,7 @@
 // The selection rules over real Runtimes of simulated topologies (the sim plugin alone), through
 // the Runtime overloads that read the process environment.
 #include <backplane/backplane.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // select_training_device: transformers training_args.py _setup_devices and accelerate state.py
 // PartialState, over snapshots written as tables.
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <gtest/gtest.h>
 

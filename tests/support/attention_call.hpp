@@ -3,7 +3,7 @@
 #pragma once
 
 #include <backplane/error.hpp>
-#include <backplane/kernels.hpp>
+#include <backplane/runtime/kernels.hpp>
 
 #include <cstdint>
 #include <string>

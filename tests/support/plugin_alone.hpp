@@ -3,7 +3,7 @@
 // what it registered.
 #pragma once
 
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <filesystem>
 #include <memory>

@@ -1,6 +1,6 @@
 // Device strings: every rule of docs/device-rules.md §1, with its exact message.
-#include <backplane/device.hpp>
 #include <backplane/error.hpp>
+#include <backplane/rules/device.hpp>
 
 #include <gtest/gtest.h>
 

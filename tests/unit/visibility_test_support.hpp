@@ -3,7 +3,7 @@
 #pragma once
 
 #include <backplane/error.hpp>
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include <gtest/gtest.h>
 

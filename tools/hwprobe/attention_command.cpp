@@ -1,7 +1,7 @@
 // hwprobe attention: what each attn_implementation value resolves to on each device
-// (core/include/backplane/attention.hpp): the kernel that runs, native or from the Hub, its
+// (core/include/backplane/rules/attention.hpp): the kernel that runs, native or from the Hub, its
 // plugin and requirements, transformers' warnings, or why it cannot run.
-#include <backplane/attention.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <algorithm>
 #include <iostream>

@@ -1,6 +1,6 @@
 #include "command.hpp"
 
-#include <backplane/sim_topology.hpp>
+#include <backplane/runtime/sim_topology.hpp>
 
 #include <cstdlib>
 #include <iostream>

@@ -1,11 +1,11 @@
 // hwprobe plan: where from_pretrained(device_map=...) would put each module of a model on this
-// (or a simulated) machine (core/include/backplane/device_map.hpp), or with --tp-size the
+// (or a simulated) machine (core/include/backplane/model/device_map.hpp), or with --tp-size the
 // tensor-parallel plan (tensor_parallel.hpp).
-#include <backplane/device_map.hpp>
-#include <backplane/model.hpp>
-#include <backplane/model_source.hpp>
-#include <backplane/selection.hpp>
-#include <backplane/tensor_parallel.hpp>
+#include <backplane/model/device_map.hpp>
+#include <backplane/model/model.hpp>
+#include <backplane/model/model_source.hpp>
+#include <backplane/model/tensor_parallel.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <algorithm>
 #include <iostream>

@@ -1,6 +1,6 @@
 // hwprobe select --for training|inference|pipeline: which device a program would use, by the
-// rules of Transformers and Accelerate (core/include/backplane/selection.hpp), and why.
-#include <backplane/selection.hpp>
+// rules of Transformers and Accelerate (core/include/backplane/rules/selection.hpp), and why.
+#include <backplane/rules/selection.hpp>
 
 #include <iostream>
 

@@ -1,7 +1,7 @@
 // kernel-hub resolve org/repo [--device D] [--revision R] [--sim NAME|FILE]
 //                   [--backend-version X.Y] [--torch-version X.Y] [--load [--lock FILE]]
 #include <backplane/backplane.hpp>
-#include <backplane/sim_topology.hpp>
+#include <backplane/runtime/sim_topology.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -6,8 +6,8 @@
 // setting it is not for. tests/gpu/attention_check.sh checks the numbers on a real GPU.
 #include <gtest/gtest.h>
 #include <backplane/error.hpp>
-#include <backplane/kernels.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/kernels.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
 // reasons for each failure, and that every init is undone. ctest puts the fakes first on
 // LD_LIBRARY_PATH; run by hand without that, the tests skip.
 #include <gtest/gtest.h>
-#include <backplane/device_info.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <dlfcn.h>
 #include <stdlib.h>

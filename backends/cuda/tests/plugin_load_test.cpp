@@ -4,8 +4,8 @@
 // available or say which driver call failed.
 #include <backplane/plugin.h>
 #include <gtest/gtest.h>
-#include <backplane/device_info.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <dlfcn.h>
 

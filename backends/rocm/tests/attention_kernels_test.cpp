@@ -5,8 +5,8 @@
 // ctest: with fake_hip/ first on LD_LIBRARY_PATH, and without it.
 #include <gtest/gtest.h>
 #include <backplane/error.hpp>
-#include <backplane/kernels.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/kernels.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <dlfcn.h>
 

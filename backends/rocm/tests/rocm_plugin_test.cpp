@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <backplane/conformance.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 // and the messages of modeling_utils.py _flash_attn_import_error, in backplane's device types.
 #pragma once
 
-#include <backplane/attention.hpp>
-#include <backplane/device_info.hpp>
+#include <backplane/rules/attention.hpp>
+#include <backplane/runtime/device_info.hpp>
 
 #include <optional>
 #include <string>

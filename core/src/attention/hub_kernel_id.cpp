@@ -1,8 +1,8 @@
 // Hub kernel ids: transformers' is_kernel() pattern ^[^/:]+/[^/:]+(?:@[^/:]+)?(?::[^/:]+)?$ and the
 // split of integrations/hub_kernels.py load_and_register_attn_kernel (function after ':',
 // revision after the first '@').
-#include <backplane/attention.hpp>
 #include <backplane/error.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <algorithm>
 

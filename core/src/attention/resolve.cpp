@@ -2,9 +2,9 @@
 // _check_and_adjust_attn_implementation and get_correct_attn_implementation, over the kernels
 // plugins registered and the Hub kernels of the local store. attention.hpp says how kernels stand
 // in for transformers' packages; the comments here mark where backplane decides per device.
-#include <backplane/attention.hpp>
 #include <backplane/error.hpp>
 #include <backplane/internal/text.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include "flash_attention.hpp"
 

@@ -1,6 +1,6 @@
 // KernelConfig (transformers' user kernel mapping) from JSON into mapping entries.
 #include <backplane/error.hpp>
-#include <backplane/kernel_mapping.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
 
 #include <nlohmann/json.hpp>
 

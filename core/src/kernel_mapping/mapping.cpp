@@ -1,5 +1,5 @@
 #include <backplane/error.hpp>
-#include <backplane/kernel_mapping.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
 
 #include <algorithm>
 

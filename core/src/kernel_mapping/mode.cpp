@@ -1,6 +1,6 @@
 #include <backplane/plugin.h>
 #include <backplane/error.hpp>
-#include <backplane/kernel_mapping.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
 
 #include <algorithm>
 #include <cctype>

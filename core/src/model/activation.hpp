@@ -3,7 +3,7 @@
 // follows a config field.
 #pragma once
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <optional>
 #include <string>

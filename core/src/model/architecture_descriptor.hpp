@@ -4,7 +4,7 @@
 // transformers builds for it.
 #pragma once
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // The config.json reader behind model_from_config, shared with model_from_safetensors.
 #pragma once
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,21 +1,15 @@
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/internal/text.hpp>
+#include <backplane/model/model.hpp>
 
 #include <limits>
 
 namespace backplane {
+
+using internal::shape_text;
 namespace {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
 
 void collect(const Module& module, const std::string& name, std::vector<NamedModule>& out) {
   out.push_back({name, &module});

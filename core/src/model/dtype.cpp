@@ -1,5 +1,5 @@
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <limits>
 #include <string>

@@ -2,7 +2,7 @@
 // as huggingface_hub 2.x reads it offline (constants.py for the folders, file_download.py's
 // try_to_load_from_cache for refs and snapshots, _validators.py for ids).
 #include <backplane/error.hpp>
-#include <backplane/model_source.hpp>
+#include <backplane/model/model_source.hpp>
 
 #include <pwd.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 #include "json_input.hpp"
 
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <algorithm>
 #include <cctype>

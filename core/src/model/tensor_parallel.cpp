@@ -4,7 +4,8 @@
 // its last dim and keeps the bias whole, EmbeddingParallel(shard_dim) shards on that dim, the
 // other styles keep parameters whole. DTensor's Shard splits as torch.chunk does.
 #include <backplane/error.hpp>
-#include <backplane/tensor_parallel.hpp>
+#include <backplane/internal/text.hpp>
+#include <backplane/model/tensor_parallel.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -14,6 +15,8 @@
 #include <string_view>
 
 namespace backplane {
+
+using internal::shape_text;
 namespace {
 
 // Far beyond any tensor-parallel group; keeps the per-rank tables small.
@@ -142,15 +145,6 @@ void check_divisors(const ModelDescription& description, int tp_size,
                           : " (allow_uneven_shards splits it unevenly, as transformers does)"));
     }
   }
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
 }
 
 }  // namespace

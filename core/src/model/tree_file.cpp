@@ -1,7 +1,7 @@
 // model_from_tree: the module tree file tools/export-module-tree writes from transformers' own
 // build of a model (format "backplane-module-tree", version 1).
 #include <backplane/error.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <map>
 #include <memory>

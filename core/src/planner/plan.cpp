@@ -1,7 +1,7 @@
 // plan_device_map: from_pretrained()'s handling of a device_map value, end to end.
-#include <backplane/device_map.hpp>
 #include <backplane/error.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/model/device_map.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -3,8 +3,8 @@
 // compatibility promise; white-box tests use these.
 #pragma once
 
-#include <backplane/device_map.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/device_map.hpp>
+#include <backplane/model/model.hpp>
 
 #include <cstdint>
 #include <map>

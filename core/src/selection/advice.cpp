@@ -1,7 +1,7 @@
 // Mixed-precision advice (transformers: bf16 needs Ampere or newer) and the collective backend
 // of a distributed run (accelerate state.py PartialState._prepare_backend).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 namespace backplane {
 

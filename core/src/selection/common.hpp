@@ -1,7 +1,7 @@
 // Helpers shared by the selection rules. Internal: no compatibility promise.
 #pragma once
 
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 // The device_map argument of from_pretrained(), parsed as transformers does it before any
 // placement (modeling_utils.py: the str / int / dict checks ahead of loading).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <nlohmann/json.hpp>
 

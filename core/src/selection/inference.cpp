@@ -2,7 +2,7 @@
 // accelerate utils/modeling.py get_max_memory) and the device of a pipeline (transformers
 // pipelines/base.py Pipeline.__init__).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <algorithm>
 #include <limits>

@@ -1,7 +1,7 @@
 // Ranks from the launchers' variables, in Accelerate's order (accelerate utils/environment.py
 // get_cpu_distributed_information, get_int_from_env; state.py _prepare_backend for LOCAL_RANK).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <cctype>
 #include <limits>

@@ -1,6 +1,6 @@
 // The selection rules over a Runtime's snapshot and the process environment.
-#include <backplane/runtime.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <dlfcn.h>
 

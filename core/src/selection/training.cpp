@@ -2,7 +2,7 @@
 // TrainingArguments._setup_devices; accelerate state.py PartialState: default_device,
 // _prepare_backend, set_device).
 #include <backplane/error.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
 #include <backplane/error.hpp>
-#include <backplane/sim_topology.hpp>
+#include <backplane/runtime/sim_topology.hpp>
 
 #include <backplane/internal/dynamic_library.hpp>
 

@@ -2,7 +2,7 @@
 // Sources: CUDA programming guide, "CUDA Environment Variables"; PyTorch torch/cuda/__init__.py
 // (_parse_visible_devices, _transform_uuid_to_ordinals, _device_count_nvml) and its test vectors
 // in test/test_cuda_nvml_based_avail.py.
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include "text.hpp"
 

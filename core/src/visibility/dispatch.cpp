@@ -1,5 +1,5 @@
 // visible_for: the rule for a device type and vendor (docs/device-rules.md §5).
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include "text.hpp"
 

@@ -17,7 +17,7 @@
 //   inclusive range" (comma-separated lists are in common use); the runtime fails to start when
 //   it cannot reserve the cores asked for. Refused.
 #include <backplane/error.hpp>
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include "text.hpp"
 

@@ -5,7 +5,7 @@
 // shared/source/os_interface/debug_env_reader.cpp (numeric flags read with atoll); the Level Zero
 // specification ("Device hierarchy", "Affinity Mask"); Intel's "Flattening GPU Tile Hierarchy".
 #include <backplane/error.hpp>
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include "text.hpp"
 

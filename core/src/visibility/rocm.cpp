@@ -6,7 +6,7 @@
 // _parse_visible_devices raises "HIP_VISIBLE_DEVICES contains more devices than
 // ROCR_VISIBLE_DEVICES".
 #include <backplane/error.hpp>
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include "text.hpp"
 

@@ -1,7 +1,7 @@
 // Text helpers shared by the visibility rules. Internal: no compatibility promise.
 #pragma once
 
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include <cstddef>
 #include <optional>

@@ -3,7 +3,7 @@
 // sharing a prefix. Every visible device must be one of them, listed once.
 #include "fuzz_input.hpp"
 
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 #include <set>
 

@@ -2,7 +2,7 @@
 // custom list. A parsed device must print as a string that parses back to itself.
 #include "fuzz_input.hpp"
 
-#include <backplane/device.hpp>
+#include <backplane/rules/device.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace backplane;

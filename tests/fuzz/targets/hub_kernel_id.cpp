@@ -3,7 +3,7 @@
 // "org/repo@" through, which parse refuses).
 #include "fuzz_input.hpp"
 
-#include <backplane/attention.hpp>
+#include <backplane/rules/attention.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace backplane;

@@ -4,7 +4,7 @@
 // line is MLU_VISIBLE_DEVICES beside it.
 #include "fuzz_input.hpp"
 
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 namespace {
 

@@ -2,7 +2,7 @@
 // user's file would (JSON errors are the host's), then parse_kernel_config.
 #include "fuzz_input.hpp"
 
-#include <backplane/kernel_mapping.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // LayerKernelRef::parse ("org/repo@v2:Layer"). A parsed reference prints as one that parses back.
 #include "fuzz_input.hpp"
 
-#include <backplane/kernel_mapping.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace backplane;

@@ -1,7 +1,7 @@
 // max_memory strings: parse_memory_size ("10GiB") and MaxMemory::parse ("0=10GiB,cpu=64GiB").
 #include "fuzz_input.hpp"
 
-#include <backplane/device_map.hpp>
+#include <backplane/model/device_map.hpp>
 #include <backplane/units.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // config.json model descriptions: model_from_config_json.
 #include "fuzz_input.hpp"
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace backplane;

@@ -2,7 +2,7 @@
 // reads them. Input: the four values on four lines ("\x01" or absent: unset).
 #include "fuzz_input.hpp"
 
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace backplane;

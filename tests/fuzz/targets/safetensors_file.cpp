@@ -3,7 +3,7 @@
 #include "fuzz_input.hpp"
 #include "temp_folder.hpp"
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace backplane;

@@ -3,7 +3,7 @@
 #include "fuzz_input.hpp"
 #include "temp_folder.hpp"
 
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <string>
 

@@ -2,7 +2,7 @@
 // Zero roots (two with two tiles). Input: the three values on three lines ("\x01": unset).
 #include "fuzz_input.hpp"
 
-#include <backplane/visibility.hpp>
+#include <backplane/rules/visibility.hpp>
 
 namespace {
 

@@ -3,10 +3,10 @@
 // but only the hub can load a package).
 #pragma once
 
-#include <backplane/attention.hpp>
 #include <backplane/export.hpp>
 #include <backplane/hub/store.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/rules/attention.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <optional>
 #include <string_view>

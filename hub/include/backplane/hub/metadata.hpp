@@ -2,9 +2,9 @@
 // (hub/README.md, "metadata.json", lists every field).
 #pragma once
 
-#include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
 #include <backplane/hub/variant.hpp>
+#include <backplane/runtime/device_info.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -8,8 +8,8 @@
 #include <backplane/export.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/repo_id.hpp>
-#include <backplane/kernels.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/kernels.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <filesystem>
 #include <memory>

@@ -6,13 +6,13 @@
 //   <root>/.staging/   where installs unpack before the rename that makes them visible
 #pragma once
 
-#include <backplane/attention.hpp>
 #include <backplane/export.hpp>
 #include <backplane/hub/lock.hpp>
 #include <backplane/hub/package.hpp>
 #include <backplane/hub/repo_id.hpp>
 #include <backplane/hub/trust.hpp>
 #include <backplane/hub/variant.hpp>
+#include <backplane/rules/attention.hpp>
 
 #include <filesystem>
 #include <map>

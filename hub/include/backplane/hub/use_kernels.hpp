@@ -7,12 +7,12 @@
 // model.eval()) binds the kernels of the new mode.
 #pragma once
 
-#include <backplane/device.hpp>
 #include <backplane/export.hpp>
 #include <backplane/hub/package.hpp>
 #include <backplane/hub/store.hpp>
-#include <backplane/kernel_mapping.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/rules/device.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
+#include <backplane/runtime/runtime.hpp>
 #include <backplane/warnings.hpp>
 
 #include <map>

@@ -11,8 +11,8 @@
 // xpuXY, cannXY, where the last digit is the minor version (cu130 is CUDA 13.0, cu128 12.8).
 #pragma once
 
-#include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
+#include <backplane/runtime/device_info.hpp>
 
 #include <optional>
 #include <string>

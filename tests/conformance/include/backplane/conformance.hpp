@@ -9,7 +9,7 @@
 // names: cpu/PluginConformance.DevicesAreWellFormed/cpu.
 #pragma once
 
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <gtest/gtest.h>
 

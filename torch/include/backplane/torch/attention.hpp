@@ -11,9 +11,9 @@
 // default 1 / sqrt(head_dim). Strided tensors are passed as they are, without copies.
 #pragma once
 
-#include <backplane/attention.hpp>
-#include <backplane/kernels.hpp>
-#include <backplane/runtime.hpp>
+#include <backplane/rules/attention.hpp>
+#include <backplane/runtime/kernels.hpp>
+#include <backplane/runtime/runtime.hpp>
 #include <backplane/warnings.hpp>
 
 #include <ATen/core/Tensor.h>

@@ -12,7 +12,7 @@
 #pragma once
 
 #include <dlpack/dlpack.h>
-#include <backplane/device.hpp>
+#include <backplane/rules/device.hpp>
 
 #include <c10/core/Device.h>
 

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
+#include <backplane/runtime/device_info.hpp>
 
 #include <memory>
 #include <optional>

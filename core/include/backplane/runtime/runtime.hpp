@@ -3,11 +3,11 @@
 // one snapshot; plugin libraries stay loaded until the last copy is destroyed.
 #pragma once
 
-#include <backplane/attention.hpp>
-#include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
-#include <backplane/kernel_mapping.hpp>
-#include <backplane/kernels.hpp>
+#include <backplane/rules/attention.hpp>
+#include <backplane/rules/kernel_mapping.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/kernels.hpp>
 
 #include <chrono>
 #include <filesystem>

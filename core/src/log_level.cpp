@@ -1,8 +1,6 @@
-#include "logger.hpp"
-
+// The log levels of RuntimeOptions and BACKPLANE_LOG.
 #include <backplane/error.hpp>
-
-#include <cstdio>
+#include <backplane/runtime/runtime.hpp>
 
 namespace backplane {
 
@@ -29,19 +27,4 @@ const char* to_string(LogLevel level) {
   return "unknown";
 }
 
-namespace detail {
-
-Logger::Logger(LogLevel level, LogSink sink) : level_(level), sink_(std::move(sink)) {}
-
-void Logger::log(LogLevel level, const std::string& message) const {
-  if (!enabled(level)) return;
-  if (sink_) {
-    sink_(level, message);
-    return;
-  }
-  // One fprintf per line keeps lines from different threads whole.
-  std::fprintf(stderr, "backplane: %s: %s\n", to_string(level), message.c_str());
-}
-
-}  // namespace detail
 }  // namespace backplane

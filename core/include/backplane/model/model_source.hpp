@@ -4,8 +4,8 @@
 #pragma once
 
 #include <backplane/export.hpp>
-#include <backplane/model.hpp>
-#include <backplane/visibility.hpp>  // EnvLookup
+#include <backplane/model/model.hpp>
+#include <backplane/rules/visibility.hpp>  // EnvLookup
 
 #include <filesystem>
 #include <optional>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include <backplane/export.hpp>
-#include <backplane/model.hpp>
+#include <backplane/model/model.hpp>
 
 #include <cstdint>
 #include <string>

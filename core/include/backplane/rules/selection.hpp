@@ -7,10 +7,10 @@
 // secure_getenv.
 #pragma once
 
-#include <backplane/device.hpp>
-#include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
-#include <backplane/visibility.hpp>
+#include <backplane/rules/device.hpp>
+#include <backplane/rules/visibility.hpp>
+#include <backplane/runtime/device_info.hpp>
 
 #include <optional>
 #include <string>

@@ -13,10 +13,10 @@
 // practice); Accelerate's own loops rescan the pending modules at some steps (quadratic).
 #pragma once
 
-#include <backplane/device.hpp>
 #include <backplane/export.hpp>
-#include <backplane/model.hpp>
-#include <backplane/selection.hpp>
+#include <backplane/model/model.hpp>
+#include <backplane/rules/device.hpp>
+#include <backplane/rules/selection.hpp>
 
 #include <cstdint>
 #include <map>

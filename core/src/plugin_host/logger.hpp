@@ -1,7 +1,8 @@
-// The runtime's log: lines below the chosen level are dropped before they are formatted.
+// The log of a host and of what it loaded: lines below the chosen level are dropped before they are
+// formatted.
 #pragma once
 
-#include <backplane/runtime.hpp>
+#include <backplane/runtime/runtime.hpp>
 
 #include <string>
 

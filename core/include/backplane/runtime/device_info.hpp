@@ -2,7 +2,7 @@
 // registry snapshot.
 #pragma once
 
-#include <backplane/device.hpp>
+#include <backplane/rules/device.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -36,9 +36,9 @@
 //     while NPUs are present; no warning for the XPU Hub kernel).
 #pragma once
 
-#include <backplane/device_info.hpp>
 #include <backplane/export.hpp>
-#include <backplane/kernels.hpp>
+#include <backplane/runtime/device_info.hpp>
+#include <backplane/runtime/kernels.hpp>
 
 #include <functional>
 #include <optional>

@@ -1,0 +1,19 @@
+#include "plugin_host/logger.hpp"
+
+#include <cstdio>
+
+namespace backplane::detail {
+
+Logger::Logger(LogLevel level, LogSink sink) : level_(level), sink_(std::move(sink)) {}
+
+void Logger::log(LogLevel level, const std::string& message) const {
+  if (!enabled(level)) return;
+  if (sink_) {
+    sink_(level, message);
+    return;
+  }
+  // One fprintf per line keeps lines from different threads whole.
+  std::fprintf(stderr, "backplane: %s: %s\n", to_string(level), message.c_str());
+}
+
+}  // namespace backplane::detail
