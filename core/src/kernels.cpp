@@ -1,7 +1,7 @@
 #include <backplane/error.hpp>
 #include <backplane/runtime/kernels.hpp>
 
-#include "host_api.hpp"
+#include "plugin_host/status.hpp"
 
 namespace backplane {
 

@@ -2,6 +2,8 @@
 #include <backplane/error.hpp>
 #include <backplane/runtime/runtime.hpp>
 
+#include "plugin_host/logger.hpp"
+
 namespace backplane {
 
 LogLevel parse_log_level(std::string_view text, std::string_view source) {
@@ -14,17 +16,7 @@ LogLevel parse_log_level(std::string_view text, std::string_view source) {
 }
 
 const char* to_string(LogLevel level) {
-  switch (level) {
-    case LogLevel::kError:
-      return "error";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kDebug:
-      return "debug";
-  }
-  return "unknown";
+  return detail::level_name(level);
 }
 
 }  // namespace backplane

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "../loaded_plugin.hpp"
-#include "../logger.hpp"
+#include "plugin_host/logger.hpp"
 
 namespace backplane::detail {
 namespace {

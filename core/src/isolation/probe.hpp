@@ -6,9 +6,9 @@
 #include <chrono>
 #include <string>
 
-#include "../host_api.hpp"
 #include "../manifest.hpp"
 #include "../registry.hpp"
+#include "plugin_host/host_api.hpp"
 
 namespace backplane::detail {
 

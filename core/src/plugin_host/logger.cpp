@@ -4,6 +4,20 @@
 
 namespace backplane::detail {
 
+const char* level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
+  }
+  return "unknown";
+}
+
 Logger::Logger(LogLevel level, LogSink sink) : level_(level), sink_(std::move(sink)) {}
 
 void Logger::log(LogLevel level, const std::string& message) const {
@@ -13,7 +27,7 @@ void Logger::log(LogLevel level, const std::string& message) const {
     return;
   }
   // One fprintf per line keeps lines from different threads whole.
-  std::fprintf(stderr, "backplane: %s: %s\n", to_string(level), message.c_str());
+  std::fprintf(stderr, "backplane: %s: %s\n", level_name(level), message.c_str());
 }
 
 }  // namespace backplane::detail

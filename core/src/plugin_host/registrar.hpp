@@ -6,7 +6,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/kernels.hpp>
+#include <backplane/runtime/kernels.hpp>
 
 #include <string>
 #include <vector>
