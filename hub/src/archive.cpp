@@ -70,9 +70,12 @@ std::string errno_text() {
   return std::error_code(errno, std::generic_category()).message();
 }
 
+// Writes the entry's data into a new file `out`. `declared_size`, when the archive gives one
+// (else -1), is the file's size: a sparse entry's holes read as nothing from libarchive (all of an
+// all-hole file), so a shorter file is extended to it, sparsely, as tar -x does.
 void write_entry_data(struct archive* a, const fs::path& archive_path, const std::string& name,
-                      const fs::path& out, mode_t mode, uint64_t& total,
-                      const ArchiveLimits& limits) {
+                      const fs::path& out, mode_t mode, int64_t declared_size, uint64_t& total,
+                      uint64_t& holes, const ArchiveLimits& limits) {
   // O_EXCL and O_NOFOLLOW: never write through something already there.
   const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
@@ -92,7 +95,7 @@ void write_entry_data(struct archive* a, const fs::path& archive_path, const std
     if (n == 0) break;
     written += static_cast<uint64_t>(n);
     total += static_cast<uint64_t>(n);
-    if (written > limits.max_entry_bytes || total > limits.max_total_bytes) {
+    if (written > limits.max_entry_bytes || total + holes > limits.max_total_bytes) {
       ::close(fd);
       throw InvalidArgument(archive_path.string() + ": entry '" + name + "' is over the limit (" +
                             std::to_string(limits.max_entry_bytes) + " bytes a file, " +
@@ -120,6 +123,20 @@ void write_entry_data(struct archive* a, const fs::path& archive_path, const std
       done += static_cast<size_t>(w);
     }
   }
+  if (declared_size >= 0 && written < static_cast<uint64_t>(declared_size)) {
+    // Holes take no disk and inflate nothing: counted against the size limit, not the ratio.
+    holes += static_cast<uint64_t>(declared_size) - written;
+    if (total + holes > limits.max_total_bytes) {
+      ::close(fd);
+      throw InvalidArgument(archive_path.string() + ": entry '" + name + "' is over the limit (" +
+                            std::to_string(limits.max_total_bytes) + " bytes in all)");
+    }
+    if (::ftruncate(fd, static_cast<off_t>(declared_size)) != 0) {
+      const std::string reason = errno_text();
+      ::close(fd);
+      throw Error("cannot write " + out.string() + ": " + reason);
+    }
+  }
   if (::close(fd) != 0) throw Error("cannot write " + out.string() + ": " + errno_text());
 }
 
@@ -140,7 +157,8 @@ bool is_archive(const fs::path& file) {
 void extract_archive(const fs::path& archive_path, const fs::path& target,
                      const ArchiveLimits& limits) {
   ArchivePtr a = open_archive(archive_path);
-  uint64_t total = 0;
+  uint64_t total = 0;  // data written
+  uint64_t holes = 0;  // sparse entries' holes, restored as holes
   size_t count = 0;
   struct archive_entry* entry = nullptr;
   while (true) {
@@ -193,7 +211,9 @@ void extract_archive(const fs::path& archive_path, const fs::path& target,
     if (type == AE_IFDIR) continue;
     out /= parts.back();
     const mode_t mode = (archive_entry_perm(entry) & 0111) != 0 ? 0755 : 0644;
-    write_entry_data(a.get(), archive_path, name, out, mode, total, limits);
+    const int64_t declared_size =
+        archive_entry_size_is_set(entry) ? archive_entry_size(entry) : int64_t{-1};
+    write_entry_data(a.get(), archive_path, name, out, mode, declared_size, total, holes, limits);
   }
 }
 

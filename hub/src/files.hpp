@@ -23,6 +23,12 @@ std::vector<std::string> package_files(const std::filesystem::path& root);
 // of package_files.
 void copy_package_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 
+// Flushes every file and folder under `root`, and `root` itself, to disk (fsync): what a rename
+// then makes visible survives a power loss whole.
+void sync_tree(const std::filesystem::path& root);
+// Flushes one folder's entries (after a rename into it).
+void sync_folder(const std::filesystem::path& folder);
+
 // Names of the folders directly in `folder` (not links), sorted; empty when it is missing.
 std::vector<std::string> subfolders(const std::filesystem::path& folder);
 
@@ -45,8 +51,31 @@ class StagingFolder {
 
 // Removes from `parent` the staging folders no live process holds: those whose lock file can
 // be locked, and those without one older than `unlocked_grace_seconds` (a folder is made a
-// moment before its lock). Best effort: what cannot be removed stays. Returns how many went.
+// moment before its lock, and a lock file is locked before it is given its name, so a lock file
+// that can be locked has lost its owner). Best effort: what cannot be removed stays. Returns how
+// many folders went.
 size_t sweep_stale_staging(const std::filesystem::path& parent,
                            int64_t unlocked_grace_seconds = 600);
+
+// Throws InvalidArgument when `root` cannot be a kernel store: it is something other than a
+// folder, or its path cannot be used (too long, a file on the way). A missing one is fine.
+void check_store_root(const std::filesystem::path& root);
+
+// The store's own lock, `<root>/.lock` (flock). Writers hold it exclusively for the moment they
+// change what is installed (the rename into place, the rename out of sight, pruning empty
+// folders); readers share it while they hash and load, so that what they verified is what they
+// load and a lock records one tree. Blocks until granted. A reader of a store nobody has written
+// with this version (no .lock, and no right to create one) reads without it.
+class StoreLock {
+ public:
+  enum class Mode { kShared, kExclusive };
+  StoreLock(const std::filesystem::path& root, Mode mode);
+  ~StoreLock();
+  StoreLock(const StoreLock&) = delete;
+  StoreLock& operator=(const StoreLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace backplane::hub::detail

@@ -88,6 +88,7 @@ RepoId check_package(const fs::path& package, const fs::path& shown_as) {
 InstalledPackage Store::install(const fs::path& source, const InstallOptions& options) const {
   const std::string revision = options.revision.value_or(kDefaultRevision);
   check_revision(revision, "--revision");
+  detail::check_store_root(root_);
   std::error_code ec;
   const bool is_folder = fs::is_directory(source, ec);
   if (!is_folder && !is_archive(source)) {
@@ -114,10 +115,13 @@ InstalledPackage Store::install(const fs::path& source, const InstallOptions& op
     extract_archive(source, unpacked);
     fs::rename(package_root(unpacked, source) / "build", package / "build");
   }
-  // What is checked is what will be installed.
+  // What is checked is what will be installed, and it is on disk before it is renamed into
+  // place: after a power loss the package is there whole or not at all.
   const RepoId repo = check_package(package, source);
+  detail::sync_tree(package);
 
   const fs::path target = folder(repo, revision);
+  const detail::StoreLock store_lock(root_, detail::StoreLock::Mode::kExclusive);
   fs::create_directories(target.parent_path(), ec);
   if (ec) throw Error("cannot create " + target.parent_path().string() + ": " + ec.message());
   if (fs::exists(target, ec)) {
@@ -139,6 +143,7 @@ InstalledPackage Store::install(const fs::path& source, const InstallOptions& op
     throw Error("cannot install into " + target.string() + ": " +
                 std::error_code(error, std::generic_category()).message());
   }
+  detail::sync_folder(target.parent_path());
   return InstalledPackage{repo, revision, target, detail::subfolders(target / "build"), false};
 }
 

@@ -1,5 +1,6 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/lock.hpp>
+#include <backplane/hub/variant.hpp>
 #include <backplane/internal/checked_json.hpp>
 #include <backplane/internal/files.hpp>
 
@@ -116,6 +117,24 @@ const LockedRepo* LockFile::find(const RepoId& repo) const {
   return it == repos.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+// A file's path as digest_variant writes it: relative, '/'-separated, no '.', '..' or empty
+// part.
+bool is_package_path(const std::string& path) {
+  if (path.empty() || path.find('\\') != std::string::npos) return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t end = std::min(path.find('/', start), path.size());
+    const std::string part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 LockFile LockFile::parse(std::string_view text, const std::string& source) {
   auto fail = [&](const std::string& field, const std::string& what) {
     throw InvalidArgument(source + ": " + field + ": " + what);
@@ -150,6 +169,11 @@ LockFile LockFile::parse(std::string_view text, const std::string& source) {
     }
     for (const auto& [name, variant] : entry["variants"].items()) {
       const std::string vwhere = where + ".variants." + name;
+      try {
+        BuildVariant::parse(name);  // a folder name under build/, never a path out of it
+      } catch (const InvalidArgument& e) {
+        fail(vwhere, std::string("is not a build variant: ") + e.what());
+      }
       if (!variant.is_object()) fail(vwhere, "must be an object");
       LockedVariant lv;
       if (!variant.contains("hash") || !is_hash(variant["hash"])) {
@@ -160,6 +184,11 @@ LockFile LockFile::parse(std::string_view text, const std::string& source) {
         fail(vwhere + ".files", "must be an object of \"path\": \"sha256:...\"");
       }
       for (const auto& [path, hash] : variant["files"].items()) {
+        if (!is_package_path(path)) {
+          fail(vwhere + ".files." + path,
+               "must be a relative path inside the variant ('/'-separated, no '.', '..' or "
+               "empty parts)");
+        }
         if (!is_hash(hash)) {
           fail(vwhere + ".files." + path, "must be \"sha256:\" and 64 lowercase hex digits");
         }

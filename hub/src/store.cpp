@@ -55,6 +55,7 @@ std::vector<InstalledPackage> Store::find(const RepoId& repo) const {
 }
 
 std::vector<InstalledPackage> Store::list() const {
+  detail::check_store_root(root_);
   std::vector<InstalledPackage> all;
   for (const std::string& org : detail::subfolders(root_)) {
     if (!RepoId::is_valid_part(org)) continue;  // .staging and strangers
@@ -132,6 +133,8 @@ bool Store::installed(const HubKernelId& id) const {
 }
 
 size_t Store::remove(const RepoId& repo, const std::optional<std::string>& revision) const {
+  detail::check_store_root(root_);
+  const detail::StoreLock store_lock(root_, detail::StoreLock::Mode::kExclusive);
   size_t removed = 0;
   for (const InstalledPackage& p : find(repo)) {
     if (p.local || (revision && p.revision != *revision)) continue;
@@ -140,12 +143,26 @@ size_t Store::remove(const RepoId& repo, const std::optional<std::string>& revis
     std::error_code ec;
     fs::rename(p.folder, trash.path() / "package", ec);
     if (ec) throw Error("cannot remove " + p.folder.string() + ": " + ec.message());
+    detail::sync_folder(p.folder.parent_path());
     ++removed;
   }
-  std::error_code ec;
-  fs::remove(root_ / repo.org / repo.name, ec);  // only when empty
-  fs::remove(root_ / repo.org, ec);
+  if (removed > 0) {  // nothing removed, nothing touched
+    std::error_code ec;
+    fs::remove(root_ / repo.org / repo.name, ec);  // only when empty
+    fs::remove(root_ / repo.org, ec);
+  }
   return removed;
+}
+
+LockedRepo Store::lock_entry(const RepoId& repo, const std::optional<std::string>& revision) const {
+  const detail::StoreLock store_lock(root_, detail::StoreLock::Mode::kShared);
+  const InstalledPackage p = locate(repo, revision);
+  LockedRepo locked;
+  locked.revision = p.revision;
+  for (const std::string& variant : p.variants) {
+    locked.variants[variant] = to_locked(digest_variant(p.folder / "build" / variant));
+  }
+  return locked;
 }
 
 ResolvedVariant Store::resolve(const RepoId& repo, const std::optional<std::string>& revision,
@@ -166,10 +183,9 @@ void check_lock_and_trust(const InstalledPackage& package, const std::string& va
     const TrustDecision trust =
         options.trust.decide(package.repo, variant, package.folder / "build" / variant);
     if (trust.trusted) return;
-    throw PackageError("kernel package " + id + "@" + package.revision + " (" + variant + ") " +
-                       trust.reason +
-                       (options.lock != nullptr ? "; " + lock_name + " does not list it"
-                                                : std::string()));
+    throw PackageError(
+        "kernel package " + id + "@" + package.revision + " (" + variant + ") " + trust.reason +
+        (options.lock != nullptr ? "; " + lock_name + " does not list it" : std::string()));
   }
   if (locked->revision != package.revision) {
     throw IntegrityError(lock_name + " locks " + id + " at revision " + locked->revision +
@@ -193,6 +209,9 @@ void check_lock_and_trust(const InstalledPackage& package, const std::string& va
 
 LoadedPackage Store::load(const RepoId& repo, const SystemFacts& system,
                           const LoadOptions& options) const {
+  // Held until the library is open: no install or removal changes the files between the check
+  // and the load (a library already open stays mapped whatever happens to its file after).
+  const detail::StoreLock store_lock(root_, detail::StoreLock::Mode::kShared);
   std::optional<std::string> revision = options.revision;
   if (!revision && options.lock != nullptr && !local_.repos.count(repo.str())) {
     if (const LockedRepo* locked = options.lock->find(repo)) revision = locked->revision;

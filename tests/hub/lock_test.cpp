@@ -115,10 +115,14 @@ TEST(LockFile, RoundTripsAndRefusesMalformedFilesNamingTheField) {
        "kernels.o/r.revision: revision '../x'"},
       {R"({"format": 1, "kernels": {"o/r": {"revision": "v", "variants": {"x": {"hash": "md5:1",
          "files": {}}}}}})",
-       "kernels.o/r.variants.x.hash"},
-      {R"({"format": 1, "kernels": {"o/r": {"revision": "v", "variants": {"x": {"hash": )" + hash +
-           R"(, "files": {"f": "sha256:XYZ"}}}}}})",
-       "kernels.o/r.variants.x.files.f"},
+       "kernels.o/r.variants.x: is not a build variant"},
+      {R"({"format": 1, "kernels": {"o/r": {"revision": "v", "variants": {
+         "cxx11-cpu-x86_64-linux": {"hash": "md5:1", "files": {}}}}}})",
+       "kernels.o/r.variants.cxx11-cpu-x86_64-linux.hash"},
+      {R"({"format": 1, "kernels": {"o/r": {"revision": "v", "variants": {
+         "cxx11-cpu-x86_64-linux": {"hash": )" +
+           hash + R"(, "files": {"f": "sha256:XYZ"}}}}}})",
+       "kernels.o/r.variants.cxx11-cpu-x86_64-linux.files.f"},
   };
   for (const auto& [text, why] : bad) {
     SCOPED_TRACE(text);

@@ -50,11 +50,11 @@ class StoreTest : public ::testing::Test {
   std::filesystem::path store_root() const { return store_.path() / "store"; }
   Store store(LocalKernels local = {}) const { return Store(store_root(), std::move(local)); }
   SystemFacts host() const { return SystemFacts::host(); }
-  // What is in the store besides the (empty) staging folder.
+  // What is in the store besides the (empty) staging folder and the store's lock file.
   std::vector<std::string> stored() const {
     std::vector<std::string> out;
     for (const std::string& p : tree(store_root())) {
-      if (p != ".staging") out.push_back(p);
+      if (p != ".staging" && p != ".lock") out.push_back(p);
     }
     return out;
   }
@@ -362,8 +362,8 @@ TEST_F(StoreTest, TheProjectOrgIsTrustedByTheHashesOfThisBuildNotByName) {
   const RepoId scale{"backplane", "scale"};
   const LoadOptions built = as_built("backplane/scale");
   EXPECT_EQ(store().load(scale, host(), built).kernels().size(), 1u);
-  const TrustDecision yes = built.trust.decide(
-      scale, variant_, store_root() / "backplane/scale/main/build" / variant_);
+  const TrustDecision yes =
+      built.trust.decide(scale, variant_, store_root() / "backplane/scale/main/build" / variant_);
   EXPECT_TRUE(yes.trusted);
   EXPECT_NE(yes.reason.find("its files are exactly those of backplane/scale"), std::string::npos)
       << yes.reason;
@@ -371,7 +371,8 @@ TEST_F(StoreTest, TheProjectOrgIsTrustedByTheHashesOfThisBuildNotByName) {
   // The same package claiming another name of the trusted org, and a one-byte change: both
   // refused, naming the claim and what would be accepted.
   store().install(make_package("evil", "backplane/evil"));
-  const std::filesystem::path variant_folder = store_root() / "backplane/scale/main/build" / variant_;
+  const std::filesystem::path variant_folder =
+      store_root() / "backplane/scale/main/build" / variant_;
   std::string bytes = testing::read_file(variant_folder / "metadata.json");
   bytes += " ";
   for (int round = 0; round < 2; ++round) {
@@ -408,7 +409,8 @@ TEST_F(StoreTest, TheProjectOrgIsTrustedByTheHashesOfThisBuildNotByName) {
   LockFile lock;
   lock.repos["backplane/evil"] = LockedRepo{
       "main",
-      {{variant_, to_locked(digest_variant(store_root() / "backplane/evil/main/build" / variant_))}}};
+      {{variant_,
+        to_locked(digest_variant(store_root() / "backplane/evil/main/build" / variant_))}}};
   LoadOptions locked = built;
   locked.lock = &lock;
   EXPECT_EQ(store().load(RepoId{"backplane", "evil"}, host(), locked).kernels().size(), 1u);

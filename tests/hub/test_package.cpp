@@ -4,6 +4,8 @@
 //   HUB_TEST_ADDS_DEVICE_TYPE   also registers a device type (packages may not)
 //   HUB_TEST_INIT_FAILS         init returns an error
 //   HUB_TEST_UNDECLARED_KERNEL  also registers a kernel its metadata does not declare
+//   HUB_TEST_SQUARES            scales by factor * factor: another build of the same package,
+//                               told apart by what it computes
 #include <backplane/plugin_sdk.hpp>
 
 #include <cstddef>
@@ -47,6 +49,9 @@ class ScalePackage {
     if (data == nullptr && count > 0) {
       return self->host_.status(BP_INVALID_ARGUMENT, "scale: data is NULL");
     }
+#ifdef HUB_TEST_SQUARES
+    factor *= factor;
+#endif
     for (size_t i = 0; i < count; ++i) data[i] *= factor;
     return nullptr;
   }

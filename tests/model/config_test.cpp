@@ -592,6 +592,13 @@ TEST(ModelFromConfig, ReadsInfinityAsPythonWritesIt) {
           "time_step_limit": [0.0, {"__float__": "Infinity"}]})");
   EXPECT_EQ(bare.hyperparameters, tagged.hyperparameters);
   EXPECT_NE(backplane::find_module(bare.root, "backbone.layers.0.mixer.in_proj"), nullptr);
+  // A float field may hold any of them, as a Python float may (rms_norm_eps is typed float).
+  for (const char* special : {"NaN", "Infinity", "-Infinity", R"({"__float__": "NaN"})"}) {
+    SCOPED_TRACE(special);
+    EXPECT_NO_THROW(backplane::model_from_config_json(
+        std::string(R"({"model_type": "llama", "num_hidden_layers": 1, "rms_norm_eps": )") +
+        special + "}"));
+  }
   try {
     backplane::model_from_config_json(R"({"model_type": "mamba2", "x": Infinityy})");
     FAIL();

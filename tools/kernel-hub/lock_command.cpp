@@ -75,13 +75,7 @@ int run_lock(const std::vector<std::string>& args) {
   backplane::hub::LockFile lock;
   for (const auto& [id, revision] : read_config(config)) {
     const auto repo = backplane::hub::RepoId::parse(id, config);
-    const backplane::hub::InstalledPackage p = store.locate(repo, revision);
-    backplane::hub::LockedRepo& locked = lock.repos[id];
-    locked.revision = p.revision;
-    for (const std::string& variant : p.variants) {
-      locked.variants[variant] =
-          backplane::hub::to_locked(backplane::hub::digest_variant(p.folder / "build" / variant));
-    }
+    lock.repos[id] = store.lock_entry(repo, revision);
   }
   const std::string text = lock.dump();
   // A reader (an install checking against it) sees the old lock or the new, never a part.

@@ -56,7 +56,7 @@ void check_kind(const std::string& what, const std::string& architecture, const 
   } else if (kind == "bool") {
     ok = value.is_boolean();
   } else if (kind == "float") {
-    ok = value.is_number();
+    ok = value.is_number() || model_detail::is_special_float(value);
   } else if (kind == "str") {
     ok = value.is_string();
   } else if (kind == "list") {

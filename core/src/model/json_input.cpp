@@ -54,6 +54,13 @@ nlohmann::json parse_json(std::string_view text, const std::string& what,
   return parse_checked_json(tag_special_floats(text), what, limits);
 }
 
+bool is_special_float(const nlohmann::json& value) {
+  if (!value.is_object() || value.size() != 1) return false;
+  const auto it = value.find("__float__");
+  return it != value.end() && it->is_string() &&
+         (*it == "Infinity" || *it == "-Infinity" || *it == "NaN");
+}
+
 std::string quote_name(std::string_view text) {
   return quote_for_message(text);
 }

@@ -25,6 +25,11 @@ inline constexpr JsonLimits kUniqueKeys{64, true};
 // limits.max_depth, and duplicate keys when refused.
 nlohmann::json parse_json(std::string_view text, const std::string& what, const JsonLimits& limits);
 
+// Whether `value` is one of Python's special floats as parse_json leaves them:
+// {"__float__": "Infinity" | "-Infinity" | "NaN"}. A float to Python, so to a config's float
+// field.
+bool is_special_float(const nlohmann::json& value);
+
 // "'a.b'" with control and non-ASCII bytes escaped, for error messages.
 std::string quote_name(std::string_view text);
 

@@ -108,8 +108,12 @@ class BACKPLANE_API Store {
   bool installed(const HubKernelId& id) const;
 
   // Removes one revision, or every revision, of a repo; returns how many went. A local folder
-  // is never touched.
+  // is never touched; when nothing matches, nothing changes.
   size_t remove(const RepoId& repo, const std::optional<std::string>& revision) const;
+
+  // What kernels.lock records for the installed revision (locate's choice): every variant's
+  // hashes, all read from one installed tree (an install --replace meanwhile waits).
+  LockedRepo lock_entry(const RepoId& repo, const std::optional<std::string>& revision) const;
 
   ResolvedVariant resolve(const RepoId& repo, const std::optional<std::string>& revision,
                           const SystemFacts& system) const;
@@ -122,7 +126,8 @@ class BACKPLANE_API Store {
   //     and how to lock or trust it;
   //   - a local folder (BACKPLANE_LOCAL_KERNELS) is the user's own and loads unchecked.
   // No fitting variant: NotFound with no_variant_message. With options.device, a variant
-  // built for other archs (metadata "archs") is refused with PackageError.
+  // built for other archs (metadata "archs") is refused with PackageError. Installs and
+  // removals wait while a load checks and opens: what is loaded is what was checked.
   LoadedPackage load(const RepoId& repo, const SystemFacts& system,
                      const LoadOptions& options = {}) const;
 
