@@ -29,6 +29,19 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::TempFolder;
 
+// The path of a file this process has open whose name ends with `suffix`, or "".
+std::string open_file_ending_with(const std::string& suffix) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+    const std::string target = fs::read_symlink(entry.path(), ec).string();
+    if (!ec && target.size() >= suffix.size() &&
+        target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return target;
+    }
+  }
+  return {};
+}
+
 class StoreReliabilityTest : public ::testing::Test {
  protected:
   // A package folder for `repo` built from `library`, with `extra` files beside it.
@@ -41,6 +54,42 @@ class StoreReliabilityTest : public ::testing::Test {
   fs::path variant_folder(const fs::path& package) const { return package / "build" / variant_; }
   fs::path store_root() const { return store_.path() / "store"; }
   Store store() const { return Store(store_root()); }
+
+  // The test package with a 1 GiB file `big` of holes beside the library, installed from a
+  // sparse tar (no disk used). Hashing it takes long enough for a replace to land meanwhile;
+  // its name sets whether it is hashed before the library and metadata.json or after.
+  void install_with_big_file(const std::string& big) {
+    const fs::path package = make_package("old", "backplane/scale");
+    const int fd = ::open((variant_folder(package) / big).c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, off_t{1} << 30), 0);
+    ::close(fd);
+    const fs::path archive = sources_.path() / "old.tar";
+    const std::string command = "tar --sparse --format=gnu -C '" + package.string() + "' -cf '" +
+                                archive.string() + "' build";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    store().install(archive);
+  }
+  // A thread that, once this process has a file ending in `suffix` open, replaces the
+  // installed package with `package`; what went wrong ends in `error`.
+  std::thread replace_when_open(const std::string& suffix, const fs::path& package,
+                                std::string& error) const {
+    return std::thread([this, suffix, package, &error] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (open_file_ending_with(suffix).empty()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          error = "never saw " + suffix + " open";
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      try {
+        store().install(package, InstallOptions{std::nullopt, true});
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+  }
 
   TempFolder sources_;
   TempFolder store_;
@@ -112,60 +161,20 @@ TEST_F(StoreReliabilityTest, ConcurrentWritersAllSucceedAndTheStoreAgreesWithThe
   EXPECT_TRUE(testing::tree(store_root() / ".staging").empty());
 }
 
-// The path of a file this process has open whose name ends with `suffix`, or "".
-std::string open_file_ending_with(const std::string& suffix) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
-    const std::string target = fs::read_symlink(entry.path(), ec).string();
-    if (!ec && target.size() >= suffix.size() &&
-        target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      return target;
-    }
-  }
-  return {};
-}
-
 // Before: the lock check hashed the variant by path and the load opened the library by path,
 // so a replace landing in between loaded a library nobody had checked. Now the replace waits
 // for the load: what loads is what was verified (or, had the replace come first, the lock
 // check refuses the new files).
 TEST_F(StoreReliabilityTest, AReplaceDuringALockedLoadNeverLoadsUncheckedBytes) {
   if (std::system("tar --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no tar here";
-  const fs::path old_package = make_package("old", "backplane/scale");
-  // A large last file (sorted after the library and metadata.json) keeps the hash busy long
-  // enough for the replace to land while it runs. All holes, installed from a sparse tar: no
-  // disk used.
-  {
-    const int fd = ::open((variant_folder(old_package) / "zz.bin").c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::ftruncate(fd, off_t{1} << 30), 0);
-    ::close(fd);
-  }
-  const fs::path old_archive = sources_.path() / "old.tar";
-  const std::string command = "tar --sparse --format=gnu -C '" + old_package.string() + "' -cf '" +
-                              old_archive.string() + "' build";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  install_with_big_file("zz.bin");  // hashed last
+  if (HasFatalFailure()) return;
   const fs::path new_package = make_package("new", "backplane/scale", HUB_TEST_PACKAGE_SQUARES);
-  store().install(old_archive);
   LockFile lock;
   lock.repos["backplane/scale"] = store().lock_entry(RepoId::parse("backplane/scale", "t"), {});
 
-  std::atomic<bool> replaced{false};
   std::string replace_error;
-  std::thread replacer([&] {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (open_file_ending_with("/zz.bin").empty()) {
-      if (std::chrono::steady_clock::now() > deadline) return;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    try {
-      store().install(new_package, InstallOptions{std::nullopt, true});
-      replaced = true;
-    } catch (const std::exception& e) {
-      replace_error = e.what();
-    }
-  });
+  std::thread replacer = replace_when_open("/zz.bin", new_package, replace_error);
   LoadOptions options;
   options.lock = &lock;
   options.lock_source = "test.lock";
@@ -177,7 +186,7 @@ TEST_F(StoreReliabilityTest, AReplaceDuringALockedLoadNeverLoadsUncheckedBytes) 
     load_error = e.what();  // the replace came first: refused, also right
   }
   replacer.join();
-  EXPECT_TRUE(replaced) << replace_error;
+  EXPECT_EQ(replace_error, "");
   if (loaded) {
     const PackageKernel* kernel = loaded->find("scale", "scale_f32");
     ASSERT_NE(kernel, nullptr);
@@ -195,40 +204,16 @@ TEST_F(StoreReliabilityTest, AReplaceDuringALockedLoadNeverLoadsUncheckedBytes) 
 // after the one being read when the replace landed came from the new package.
 TEST_F(StoreReliabilityTest, ALockRecordsOneInstalledTree) {
   if (std::system("tar --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no tar here";
-  // A large first file (sorted before the library and metadata.json): the replace lands while
-  // it is read, before the rest is.
-  const fs::path old_package = make_package("old", "backplane/scale");
-  {
-    const int fd = ::open((variant_folder(old_package) / "aa.bin").c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::ftruncate(fd, off_t{1} << 30), 0);
-    ::close(fd);
-  }
-  const fs::path old_archive = sources_.path() / "old.tar";
-  const std::string command = "tar --sparse --format=gnu -C '" + old_package.string() + "' -cf '" +
-                              old_archive.string() + "' build";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  install_with_big_file("aa.bin");  // hashed first: the rest after the replace lands
+  if (HasFatalFailure()) return;
   const fs::path new_package = make_package("new", "backplane/scale", HUB_TEST_PACKAGE_SQUARES);
   testing::write_file(variant_folder(new_package) / "aa.bin", "new");
-  store().install(old_archive);
   const RepoId repo = RepoId::parse("backplane/scale", "t");
   const std::string old_hash = store().lock_entry(repo, {}).variants.at(variant_).sha256;
   const std::string new_hash = digest_variant(variant_folder(new_package)).sha256;
 
   std::string replace_error;
-  std::thread replacer([&] {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (open_file_ending_with("/aa.bin").empty()) {
-      if (std::chrono::steady_clock::now() > deadline) return;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    try {
-      store().install(new_package, InstallOptions{std::nullopt, true});
-    } catch (const std::exception& e) {
-      replace_error = e.what();
-    }
-  });
+  std::thread replacer = replace_when_open("/aa.bin", new_package, replace_error);
   const LockedRepo locked = store().lock_entry(repo, {});
   replacer.join();
   EXPECT_EQ(replace_error, "");
