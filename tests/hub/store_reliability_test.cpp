@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,24 @@
 
 #include "hub_testing.hpp"
 #include "test_package_op.h"
+
+// fsync as the hub library calls it, recorded: this executable's definition comes before the C
+// library's for the libraries it loads. What was flushed is read back from /proc/self/fd.
+namespace {
+std::mutex g_synced_mutex;
+std::vector<std::string> g_synced;
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int fsync(int fd) {
+  std::error_code ec;
+  const std::string path =
+      std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+  {
+    const std::lock_guard<std::mutex> lock(g_synced_mutex);
+    g_synced.push_back(path);
+  }
+  return static_cast<int>(::syscall(SYS_fsync, fd));
+}
 
 namespace backplane::hub {
 namespace {
@@ -221,6 +240,35 @@ TEST_F(StoreReliabilityTest, ALockRecordsOneInstalledTree) {
   EXPECT_TRUE(hash == old_hash || hash == new_hash)
       << "the lock hashes part of the old package and part of the new";
   EXPECT_EQ(store().lock_entry(repo, {}).variants.at(variant_).sha256, new_hash);
+}
+
+// Power loss: every file and folder of the package is flushed while it is still staged, and the
+// folder it is renamed into after; a visible package is then whole on disk.
+TEST_F(StoreReliabilityTest, AnInstallIsOnDiskBeforeItIsVisible) {
+  const fs::path package = make_package("p", "backplane/scale");
+  {
+    const std::lock_guard<std::mutex> lock(g_synced_mutex);
+    g_synced.clear();
+  }
+  const InstalledPackage installed = store().install(package);
+  std::vector<std::string> synced;
+  {
+    const std::lock_guard<std::mutex> lock(g_synced_mutex);
+    synced = g_synced;
+  }
+  const std::string staging = (store_root() / ".staging").string() + "/install-";
+  for (const std::string& relative :
+       {std::string("build"), "build/" + variant_, "build/" + variant_ + "/libscale.so",
+        "build/" + variant_ + "/metadata.json"}) {
+    SCOPED_TRACE(relative);
+    EXPECT_TRUE(std::any_of(synced.begin(), synced.end(), [&](const std::string& p) {
+      return p.rfind(staging, 0) == 0 && p.size() > relative.size() &&
+             p.compare(p.size() - relative.size() - 1, std::string::npos, "/" + relative) == 0;
+    })) << "not flushed while staged";
+  }
+  ASSERT_FALSE(synced.empty());
+  EXPECT_EQ(synced.back(), installed.folder.parent_path().string())
+      << "the folder renamed into is flushed last";
 }
 
 TEST_F(StoreReliabilityTest, RemovingWhatIsNotInstalledTouchesNothing) {
