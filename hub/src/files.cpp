@@ -162,11 +162,10 @@ fs::path lock_file_of(const fs::path& folder) {
   return fs::path(folder.string() + ".lock");
 }
 
-// An open, exclusively flocked lock file, or -1 when another process holds it (or it cannot be
-// opened).
-int try_lock(const fs::path& file, bool create) {
-  const int fd =
-      ::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+// An existing lock file, opened and exclusively flocked, or -1 when another process holds it
+// (or it cannot be opened).
+int try_lock(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return -1;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
@@ -218,7 +217,7 @@ size_t sweep_stale_staging(const fs::path& parent, int64_t unlocked_grace_second
   for (const std::string& name : subfolders(parent)) {
     const fs::path folder = parent / name;
     const fs::path lock = lock_file_of(folder);
-    const int fd = try_lock(lock, false);
+    const int fd = try_lock(lock);
     if (fd >= 0) {  // its owner is gone
       fs::remove_all(folder, ec);
       if (!ec) ++removed;
@@ -242,7 +241,7 @@ size_t sweep_stale_staging(const fs::path& parent, int64_t unlocked_grace_second
         ::time(nullptr) - st.st_mtime < unlocked_grace_seconds) {
       continue;
     }
-    const int fd = try_lock(it->path(), false);
+    const int fd = try_lock(it->path());
     if (fd < 0) continue;
     std::error_code ignored;
     fs::remove(it->path(), ignored);

@@ -45,7 +45,6 @@ class PluginLibrary {
   bool reports_abi() const { return reports_abi_; }
   std::string abi_version() const { return abi_string(api_.abi_major, api_.abi_minor); }
   bp_plugin_state* state() const { return state_; }
-  const bp_host_context& host_context() const { return host_context_; }
 
  private:
   PluginLibrary() = default;

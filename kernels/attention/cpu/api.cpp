@@ -1,8 +1,8 @@
 // The public entry points: validation, dispatch to eager or sdpa, no exception escapes.
 
 #include "attention/attention.hpp"
-#include "cpu/problem.hpp"
 #include "common/thread_pool.hpp"
+#include "cpu/problem.hpp"
 
 namespace backplane::attention {
 

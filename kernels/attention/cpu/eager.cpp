@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "cpu/problem.hpp"
 #include "common/thread_pool.hpp"
+#include "cpu/problem.hpp"
 
 namespace backplane::attention::cpu {
 namespace {
