@@ -43,6 +43,17 @@ TEST(BuildVariant, ParsesEveryForm) {
       {"noarch-universal", K::kGeneric, "", "", "", "universal", "", "", ""},
       {"torch-universal", K::kGeneric, "torch", "", "", "universal", "", "", ""},
       {"torch-npu", K::kGeneric, "torch", "", "", "npu", "", "", ""},
+      // The `kernels` library reads everything after torch- as a Python-only build's name.
+      {"torch-cxx11-cpu-x86_64-linux", K::kGeneric, "torch", "", "", "cxx11-cpu-x86_64-linux", "",
+       "", ""},
+      {"torch-stable-abi29-cu128-x86_64-linux", K::kArch, "torch-stable-abi", "2.9", "", "cuda",
+       "12.8", "x86_64", "linux"},
+      {"torch-stable-abi210-cpu-aarch64-darwin", K::kArch, "torch-stable-abi", "2.10", "", "cpu",
+       "", "aarch64", "darwin"},
+      {"tvm-ffi01-cu130-x86_64-linux", K::kArch, "tvm-ffi", "0.1", "", "cuda", "13.0", "x86_64",
+       "linux"},
+      {"tvm-ffi012-cpu-x86_64-linux", K::kArch, "tvm-ffi", "0.12", "", "cpu", "", "x86_64",
+       "linux"},
   };
   for (const ParseCase& c : cases) {
     SCOPED_TRACE(c.text);
@@ -74,7 +85,11 @@ TEST(BuildVariant, RefusesMalformedNamesNamingThem) {
       // Found by fuzz_hub_names: a minor too large for an int escaped as std::out_of_range.
       {"torch299999999999-cu130-x86_64-linux", "is not torchXY"},
       {"noarch-foo", "unknown generic family 'foo'"},
-      {"torch-cxx11", "unknown generic family 'cxx11'"},
+      {"torch-", "torch-NAME must be a-z 0-9 _ -"},
+      {"torch-stable-abi29", "expected BACKEND-CPU-OS"},
+      {"torch-stable-abix-cpu-x86_64-linux", "is not torch-stable-abiXY"},
+      {"tvm-ffi1-cpu-x86_64-linux", "is not tvm-ffiXY"},
+      {"tvm-ffi01-cxx11-cpu-x86_64-linux", "expected BACKEND-CPU-OS"},
   };
   for (const auto& [text, why] : cases) {
     SCOPED_TRACE(text);
@@ -100,6 +115,7 @@ SystemFacts facts(const std::string& backend, std::optional<BackendVersion> vers
   s.os = "linux";
   s.cxx_abi = "cxx11";
   s.torch_version = torch;
+  s.torch_cxx_abi = "cxx11";
   return s;
 }
 
@@ -157,13 +173,15 @@ TEST(ResolveVariants, FollowsTheRulesOfSection7) {
        {"noarch-npu"},
        {"noarch-npu"},
        {}},
-      {"a Torch build needs the host's Torch version",
+      {"a Torch build needs the host's Torch version; a Python-only build does not",
        facts("cuda", cuda130),
-       {"torch212-cxx11-cu130-x86_64-linux", "torch-cuda"},
-       {},
+       {"torch212-cxx11-cu130-x86_64-linux", "torch-stable-abi29-cu130-x86_64-linux", "torch-cuda"},
+       {"torch-cuda"},
        {{"torch212-cxx11-cu130-x86_64-linux",
-         "needs the host's LibTorch version, which is unknown"},
-        {"torch-cuda", "needs the host's LibTorch version"}}},
+         "Torch version (2.12) does not match the host's Torch version (unknown) (give the "
+         "host's LibTorch version"},
+        {"torch-stable-abi29-cu130-x86_64-linux",
+         "Torch stable ABI version (2.9) is too new for the host's Torch version (unknown)"}}},
       {"Torch major.minor exact; native builds before Torch builds",
        facts("cuda", cuda130, torch212),
        {"torch212-cxx11-cu130-x86_64-linux", "torch211-cxx11-cu130-x86_64-linux",
@@ -172,6 +190,17 @@ TEST(ResolveVariants, FollowsTheRulesOfSection7) {
         "torch212-cxx11-cu130-x86_64-linux"},
        {{"torch211-cxx11-cu130-x86_64-linux",
          "Torch version (2.11) does not match the host's Torch version (2.12)"}}},
+      {"the kernels library's order: stable ABI newest first, untagged before a newer CUDA minor",
+       facts("cuda", BackendVersion{13, 2}, torch212),
+       {"torch212-cxx11-cu132-x86_64-linux", "torch212-cu130-x86_64-linux", "torch-universal",
+        "torch-stable-abi29-cu130-x86_64-linux", "torch-stable-abi210-cu131-x86_64-linux",
+        "torch-cuda", "torch-stable-abi213-cu130-x86_64-linux"},
+       {"torch-stable-abi210-cu131-x86_64-linux", "torch-stable-abi29-cu130-x86_64-linux",
+        "torch212-cu130-x86_64-linux", "torch212-cxx11-cu132-x86_64-linux", "torch-cuda",
+        "torch-universal"},
+       {{"torch-stable-abi213-cu130-x86_64-linux",
+         "is too new for the host's Torch version "
+         "(2.12)"}}},
       {"an unknown CUDA version refuses every CUDA build",
        facts("cuda", std::nullopt),
        {"cxx11-cu130-x86_64-linux"},

@@ -1,5 +1,6 @@
 // kernel-hub resolve org/repo [--device D] [--revision R] [--sim NAME|FILE]
-//                   [--backend-version X.Y] [--torch-version X.Y] [--load [--lock FILE]]
+//                   [--backend-version X.Y] [--torch-version X.Y] [--torch-cxx-abi cxx11|cxx98]
+//                   [--load [--lock FILE]]
 #include <backplane/backplane.hpp>
 #include <backplane/runtime/sim_topology.hpp>
 
@@ -24,7 +25,7 @@ json optional_version(const std::optional<backplane::hub::BackendVersion>& v) {
 
 int run_resolve(const std::vector<std::string>& args) {
   CommonOptions common;
-  std::string device_text, revision, sim, backend_version, torch_version, lock_file;
+  std::string device_text, revision, sim, backend_version, torch_version, torch_cxx_abi, lock_file;
   bool load = false;
   po::options_description description("Options");
   description.add_options()(
@@ -38,6 +39,8 @@ int run_resolve(const std::vector<std::string>& args) {
       "the backend version to match (CUDA: the newest the driver supports) instead of what "
       "the device reports")("torch-version", po::value(&torch_version)->value_name("X.Y"),
                             "the host's LibTorch version, for torch-tagged variants")(
+      "torch-cxx-abi", po::value(&torch_cxx_abi)->value_name("cxx11|cxx98"),
+      "that LibTorch's C++ ABI (default on Linux: this build's)")(
       "load", po::bool_switch(&load), "load the chosen variant and list the kernels it registers")(
       "lock", po::value(&lock_file)->value_name("FILE"),
       "with --load: the kernels.lock to verify against (else the publisher must be trusted)");
@@ -46,8 +49,8 @@ int run_resolve(const std::vector<std::string>& args) {
   if (!parse_command_or_help(
           args, description, "words",
           "kernel-hub resolve org/repo [--device D] [--revision R] [--sim NAME|FILE]\n"
-          "                  [--backend-version X.Y] [--torch-version X.Y] [--load [--lock FILE]]"
-          " [--json]\n\n"
+          "                  [--backend-version X.Y] [--torch-version X.Y]\n"
+          "                  [--torch-cxx-abi cxx11|cxx98] [--load [--lock FILE]] [--json]\n\n"
           "Which build variant the device would load, and why every other one was refused.\n"
           "Exit 1 when no variant fits.",
           vm)) {
@@ -77,6 +80,13 @@ int run_resolve(const std::vector<std::string>& args) {
   if (!torch_version.empty()) {
     system.torch_version = backplane::hub::BackendVersion::parse(torch_version, "--torch-version");
   }
+  if (!torch_cxx_abi.empty()) {
+    if (torch_cxx_abi != "cxx11" && torch_cxx_abi != "cxx98") {
+      throw backplane::InvalidArgument("--torch-cxx-abi: '" + torch_cxx_abi +
+                                       "' is not a C++ ABI; expected cxx11 or cxx98");
+    }
+    system.torch_cxx_abi = torch_cxx_abi;
+  }
 
   const backplane::hub::Store store = open_store();
   const std::optional<std::string> wanted =
@@ -100,7 +110,9 @@ int run_resolve(const std::vector<std::string>& args) {
 
   json decisions = json::array();
   for (const auto& d : resolved.resolution.decisions) {
-    decisions.push_back({{"variant", d.variant}, {"accepted", d.accepted}, {"reason", d.reason}});
+    json decision = {{"variant", d.variant}, {"accepted", d.accepted}, {"reason", d.reason}};
+    if (!d.accepted) decision["refused_by"] = d.refused_by;
+    decisions.push_back(std::move(decision));
   }
   json kernels = json::array();
   if (loaded) {
@@ -112,20 +124,22 @@ int run_resolve(const std::vector<std::string>& args) {
     }
   }
   if (common.json) {
-    json out = {{"repo", repo.str()},
-                {"revision", resolved.package.revision},
-                {"folder", resolved.package.folder.string()},
-                {"device", info.device.str()},
-                {"system",
-                 {{"backend", system.backend},
-                  {"backend_version", optional_version(system.backend_version)},
-                  {"backend_version_note", system.backend_version_note},
-                  {"cpu", system.cpu},
-                  {"os", system.os},
-                  {"cxx_abi", system.cxx_abi},
-                  {"torch_version", optional_version(system.torch_version)}}},
-                {"variant", resolved.variant ? json(*resolved.variant) : json(nullptr)},
-                {"decisions", decisions}};
+    json out = {
+        {"repo", repo.str()},
+        {"revision", resolved.package.revision},
+        {"folder", resolved.package.folder.string()},
+        {"device", info.device.str()},
+        {"system",
+         {{"backend", system.backend},
+          {"backend_version", optional_version(system.backend_version)},
+          {"backend_version_note", system.backend_version_note},
+          {"cpu", system.cpu},
+          {"os", system.os},
+          {"cxx_abi", system.cxx_abi},
+          {"torch_version", optional_version(system.torch_version)},
+          {"torch_cxx_abi", system.torch_cxx_abi ? json(*system.torch_cxx_abi) : json(nullptr)}}},
+        {"variant", resolved.variant ? json(*resolved.variant) : json(nullptr)},
+        {"decisions", decisions}};
     if (load) out["kernels"] = kernels;
     std::cout << out.dump(2) << "\n";
   } else if (resolved.variant) {
