@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -16,6 +15,7 @@
 #include <system_error>
 
 #include "files.hpp"
+#include "hashing.hpp"
 
 namespace backplane::hub {
 namespace {
@@ -23,41 +23,15 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct DigestContextDeleter {
-  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
-};
-
-// One SHA-256 computation (OpenSSL EVP).
+// One SHA-256 computation, written as the lock file records it ("sha256:<hex>").
 class Sha256 {
  public:
-  Sha256() : context_(EVP_MD_CTX_new()) {
-    if (!context_ || EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) != 1) {
-      throw Error("OpenSSL cannot start a SHA-256 digest");
-    }
-  }
-  void update(const void* data, size_t size) {
-    if (size > 0 && EVP_DigestUpdate(context_.get(), data, size) != 1) {
-      throw Error("OpenSSL SHA-256 update failed");
-    }
-  }
-  void update(std::string_view text) { update(text.data(), text.size()); }
-  std::string finish() {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-    unsigned int size = 0;
-    if (EVP_DigestFinal_ex(context_.get(), digest.data(), &size) != 1) {
-      throw Error("OpenSSL SHA-256 final failed");
-    }
-    static const char* const hex = "0123456789abcdef";
-    std::string out = "sha256:";
-    for (unsigned int i = 0; i < size; ++i) {
-      out += hex[digest[i] >> 4];
-      out += hex[digest[i] & 15];
-    }
-    return out;
-  }
+  void update(const void* data, size_t size) { digester_.update(data, size); }
+  void update(std::string_view text) { digester_.update(text); }
+  std::string finish() { return "sha256:" + detail::hex(digester_.finish()); }
 
  private:
-  std::unique_ptr<EVP_MD_CTX, DigestContextDeleter> context_;
+  detail::Digester digester_{"sha256"};
 };
 
 // Streams one file into both digests: the file's own (content only) and the variant's

@@ -5,6 +5,7 @@
 #include <backplane/hub/archive.hpp>
 #include <backplane/hub/attention.hpp>
 #include <backplane/hub/errors.hpp>
+#include <backplane/hub/kernel_builder.hpp>
 #include <backplane/hub/lock.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/package.hpp>

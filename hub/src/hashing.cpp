@@ -1,0 +1,71 @@
+#include "hashing.hpp"
+
+#include <backplane/error.hpp>
+
+#include <array>
+
+namespace backplane::hub::detail {
+
+Digester::Digester(std::string_view algorithm) : context_(EVP_MD_CTX_new()) {
+  const EVP_MD* md = algorithm == "sha256"   ? EVP_sha256()
+                     : algorithm == "sha512" ? EVP_sha512()
+                                             : nullptr;
+  if (md == nullptr) {
+    throw InvalidArgument("digest algorithm '" + std::string(algorithm) +
+                          "' is not one of sha256, sha512");
+  }
+  if (!context_ || EVP_DigestInit_ex(context_.get(), md, nullptr) != 1) {
+    throw Error("OpenSSL cannot start a " + std::string(algorithm) + " digest");
+  }
+}
+
+void Digester::update(const void* data, size_t size) {
+  if (size > 0 && EVP_DigestUpdate(context_.get(), data, size) != 1) {
+    throw Error("OpenSSL digest update failed");
+  }
+}
+
+std::string Digester::finish() {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(context_.get(), digest.data(), &size) != 1) {
+    throw Error("OpenSSL digest final failed");
+  }
+  return std::string(reinterpret_cast<const char*>(digest.data()), size);
+}
+
+std::string hex(std::string_view bytes) {
+  static const char* const digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string base64(std::string_view bytes) {
+  static const char* const alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t n = static_cast<unsigned char>(bytes[i]) << 16 |
+                       static_cast<unsigned char>(bytes[i + 1]) << 8 |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out += alphabet[(n >> shift) & 63];
+  }
+  if (const size_t rest = bytes.size() - i; rest > 0) {
+    uint32_t n = static_cast<unsigned char>(bytes[i]) << 16;
+    if (rest == 2) n |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    out += alphabet[(n >> 18) & 63];
+    out += alphabet[(n >> 12) & 63];
+    out += rest == 2 ? alphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace backplane::hub::detail
