@@ -25,8 +25,12 @@ function(backplane_add_torch_bridge name)
     PRIVATE $<BUILD_INTERFACE:backplane_warnings>)
   # The layers (layers.hpp) run the Hub kernels use_kernels binds: only with the kernel hub.
   if(TARGET backplane::hub)
-    target_sources(${name} PRIVATE ${BACKPLANE_TORCH_BRIDGE_DIR}/src/layers.cpp)
+    target_sources(${name} PRIVATE ${BACKPLANE_TORCH_BRIDGE_DIR}/src/layers.cpp
+                                   ${BACKPLANE_TORCH_BRIDGE_DIR}/src/extension.cpp)
     target_link_libraries(${name} PUBLIC backplane::hub)
+    # Kernel Hub extensions reference PyModule_Create2 (extension.hpp): the program that links
+    # the bridge exports the bridge's definition, and LibTorch's dispatcher is shared with them.
+    target_link_options(${name} INTERFACE "LINKER:--export-dynamic-symbol=PyModule_Create2")
     set_target_properties(${name} PROPERTIES BACKPLANE_TORCH_LAYERS ON)
   endif()
 endfunction()

@@ -40,6 +40,7 @@ struct LoadedPackage::Impl {
   PackageSource source;
   PackageMetadata metadata;
   std::vector<PackageKernel> kernels;  // each holds the library
+  std::optional<KernelBuilderMetadata> kernel_builder;
 };
 
 namespace {
@@ -121,11 +122,48 @@ const PackageKernel* LoadedPackage::find(std::string_view op,
   return nullptr;
 }
 
+const KernelBuilderMetadata* LoadedPackage::kernel_builder() const {
+  return impl_->kernel_builder ? &*impl_->kernel_builder : nullptr;
+}
+
 std::string LoadedPackage::take_status(bp_status* status) {
   return detail::take_status_message(status);
 }
 
+namespace {
+
+// kernel-builder's CUDA archs are capabilities ("8.0", "9.0a"); arch_mismatch reads sm_XY.
+std::string as_sm(const std::string& arch) {
+  const size_t dot = arch.find('.');
+  if (dot == std::string::npos) return arch;
+  return "sm_" + arch.substr(0, dot) + arch.substr(dot + 1);
+}
+
+LoadedPackage check_kernel_builder_variant(const PackageSource& s) {
+  auto impl = std::make_shared<LoadedPackage::Impl>();
+  impl->source = s;
+  const BuildVariant variant = BuildVariant::parse(s.variant);
+  KernelBuilderMetadata kb = read_kernel_builder_metadata(s.folder);
+  verify_kernel_builder_variant(s.folder, kb, s.link_root.empty() ? s.folder : s.link_root);
+  const std::filesystem::path library = kernel_builder_extension(s.folder);
+  check_loadable_elf(library);
+  PackageMetadata& m = impl->metadata;
+  m.repo_id = s.repo.str();
+  m.version = std::to_string(kb.version);
+  m.license = kb.license;
+  m.backend = kb.backend;
+  m.backend_version = variant.backend_version;
+  for (const std::string& arch : kb.archs)
+    m.archs.push_back(kb.backend == "cuda" ? as_sm(arch) : arch);
+  m.library = library.filename().string();
+  impl->kernel_builder = std::move(kb);
+  return LoadedPackage(std::move(impl));
+}
+
+}  // namespace
+
 LoadedPackage load_package_variant(const PackageSource& s, const PackageLoadOptions& options) {
+  if (is_kernel_builder_variant(s.folder)) return check_kernel_builder_variant(s);
   auto impl = std::make_shared<LoadedPackage::Impl>();
   impl->source = s;
   const BuildVariant variant = BuildVariant::parse(s.variant);

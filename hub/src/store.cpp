@@ -222,7 +222,8 @@ LoadedPackage Store::load(const RepoId& repo, const SystemFacts& system,
   }
   check_lock_and_trust(resolved.package, *resolved.variant, options);
   const PackageSource source{repo, resolved.package.revision, *resolved.variant,
-                             resolved.package.folder / "build" / *resolved.variant};
+                             resolved.package.folder / "build" / *resolved.variant,
+                             resolved.package.link_root};
   LoadedPackage package = load_package_variant(source, options.package);
   if (options.device != nullptr) {
     if (std::string why = arch_mismatch(package.metadata(), *options.device); !why.empty()) {

@@ -1,5 +1,6 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
+#include <backplane/hub/kernel_builder.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/use_kernels.hpp>
 
@@ -21,15 +22,62 @@ RepoId local_repo_id(const std::filesystem::path& folder) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(folder / "build", ec)) {
     const std::filesystem::path metadata = entry.path() / "metadata.json";
-    if (std::filesystem::is_regular_file(metadata, ec)) {
-      return RepoId::parse(read_metadata(metadata).repo_id, metadata.string());
+    if (!std::filesystem::is_regular_file(metadata, ec)) continue;
+    if (is_kernel_builder_variant(entry.path())) {
+      // kernel-builder metadata names the kernel, not its repository.
+      return RepoId::parse("local/" + read_kernel_builder_metadata(entry.path()).name,
+                           metadata.string());
     }
+    return RepoId::parse(read_metadata(metadata).repo_id, metadata.string());
   }
   throw NotFound("local kernel package " + folder.string() +
                  " has no build/<variant>/metadata.json");
 }
 
+std::string known_kernel_builder_layers() {
+  std::string out;
+  for (const KernelBuilderLayer& l : kernel_builder_layers())
+    out += (out.empty() ? "" : ", ") + std::string(l.layer);
+  return out;
+}
+
 }  // namespace
+
+std::optional<BoundLayerKernel> LayerKernels::bind_kernel_builder_layer(
+    const std::string& layer, const KernelMappingEntry& entry, KernelMode matched_mode,
+    const LoadedPackage& package, std::map<std::string, std::string>& reasons,
+    std::vector<std::string>& warnings) const {
+  const LayerKernelRef& ref = entry.kernel;
+  const KernelBuilderLayer* row = find_kernel_builder_layer(ref.layer);
+  if (row == nullptr) {
+    throw PackageError("kernel package " + package.metadata().repo_id + " (" +
+                       package.source().variant + ", a kernel-builder build): layer `" + ref.layer +
+                       "` (the mapping entry from " + entry.source +
+                       " names it) is a Python layer whose op a C++ host does not know; the "
+                       "layers it can call: " +
+                       known_kernel_builder_layers());
+  }
+  if (options_.mode.is_training() && row->backward_op == nullptr) {
+    const std::string why = "kernel " + ref.str() + " for layer `" + layer +
+                            "` has no backward; using the original forward in mode " +
+                            options_.mode.str();
+    if (!options_.fallback.no_compatible_mode) throw InvalidArgument(why);
+    reasons[layer] = why;
+    warn_once(warnings, why);
+    return std::nullopt;
+  }
+  BoundLayerKernel b;
+  b.layer = layer;
+  b.entry = entry;
+  b.matched_mode = matched_mode;
+  b.kernel.info.op = row->op;
+  b.kernel.info.plugin = package.source().repo.str() + "@" + package.source().revision;
+  b.variant = package.source().variant;
+  b.torch_extension = package.source().folder;
+  b.torch_link_root = package.source().link_root;
+  b.torch_layer = row;
+  return b;
+}
 
 LayerKernels::LayerKernels(Device device, HubDevice hub, KernelMapping mapping, Store store,
                            UseKernelsOptions options)
@@ -135,6 +183,13 @@ void LayerKernels::bind() {
       if (!options_.fallback_cannot_load) throw NotFound(why);
       reasons[layer] = why;
       warn_once(warnings, why);
+      continue;
+    }
+    if (package->kernel_builder() != nullptr) {
+      if (std::optional<BoundLayerKernel> b = bind_kernel_builder_layer(
+              layer, *choice.entry, *choice.matched_mode, *package, reasons, warnings)) {
+        bound.emplace(layer, std::move(*b));
+      }
       continue;
     }
     const PackageMetadata& metadata = package->metadata();

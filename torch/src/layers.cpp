@@ -1,7 +1,9 @@
 #include <backplane/error.hpp>
 #include <backplane/torch/device.hpp>
 #include <backplane/torch/dlpack.hpp>
+#include <backplane/torch/extension.hpp>
 #include <backplane/torch/layers.hpp>
+#include <backplane/warnings.hpp>
 
 #include <ATen/ATen.h>
 
@@ -24,7 +26,42 @@ Fn function_of(const hub::BoundLayerKernel& bound) {
   return reinterpret_cast<Fn>(bound.kernel.function);
 }
 
+// The extension of a kernel-builder binding, opened on first use (its digest checked again,
+// now that LibTorch is there to open it).
+std::shared_ptr<const TorchExtension> extension_of(const hub::BoundLayerKernel& bound) {
+  ExtensionLoadOptions options;
+  options.link_root = bound.torch_link_root;
+  const auto ext = TorchExtension::load(bound.torch_extension, options);
+  if (!ext->has_op(bound.torch_layer->op)) {
+    throw InvalidArgument(bound.layer + ": the kernel-builder build " +
+                          bound.torch_extension.string() + " has no op " + bound.torch_layer->op +
+                          ", which its layer " + bound.torch_layer->layer + " calls");
+  }
+  return ext;
+}
+
 }  // namespace
+
+const hub::BoundLayerKernel* KernelLayer::torch_kernel_for(const at::Tensor& input) const {
+  const hub::BoundLayerKernel* bound = kernel_for(input);
+  if (bound == nullptr || bound->torch_extension.empty()) return nullptr;
+  const char* backward = bound->torch_layer->backward_op;
+  if (kernels_->mode().is_training() && backward != nullptr &&
+      !extension_of(*bound)->has_op(backward)) {
+    tell_warning({}, "layer `" + bound->layer + "`: the kernel-builder build " +
+                         bound->torch_extension.string() + " has no " + backward +
+                         " op, so its kernel has no backward; using the original forward in "
+                         "mode " +
+                         kernels_->mode().str());
+    return nullptr;
+  }
+  return bound;
+}
+
+const hub::BoundLayerKernel* KernelLayer::native_kernel_for(const at::Tensor& input) const {
+  const hub::BoundLayerKernel* bound = kernel_for(input);
+  return bound != nullptr && bound->torch_extension.empty() ? bound : nullptr;
+}
 
 bool KernelLayer::uses_kernel() const {
   return kernels_ != nullptr && kernels_->find(name_) != nullptr;
@@ -47,7 +84,13 @@ RMSNorm::RMSNorm(at::Tensor weight, double eps, SharedLayerKernels kernels)
     : KernelLayer("RMSNorm", std::move(kernels)), weight_(std::move(weight)), eps_(eps) {}
 
 at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
-  if (const hub::BoundLayerKernel* k = kernel_for(x)) {
+  if (const hub::BoundLayerKernel* k = torch_kernel_for(x)) {
+    const at::Tensor input = last_dim_contiguous(x);
+    at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
+    extension_of(*k)->call(k->torch_layer->op, {out, input, weight_, eps_});
+    return out;
+  }
+  if (const hub::BoundLayerKernel* k = native_kernel_for(x)) {
     const at::Tensor input = last_dim_contiguous(x);
     at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
     const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
@@ -67,7 +110,8 @@ at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
 }
 
 at::Tensor RMSNorm::operator()(const at::Tensor& x, at::Tensor& residual) const {
-  if (const hub::BoundLayerKernel* k = kernel_for(x); k != nullptr && residual.stride(-1) == 1) {
+  if (const hub::BoundLayerKernel* k = native_kernel_for(x);
+      k != nullptr && residual.stride(-1) == 1) {
     const at::Tensor input = last_dim_contiguous(x);
     at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
     const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
@@ -99,7 +143,15 @@ at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
                           c10::str(x.sizes()));
   }
   const int64_t d = x.size(-1) / 2;
-  if (const hub::BoundLayerKernel* k = kernel_for(x)) {
+  if (const hub::BoundLayerKernel* k = torch_kernel_for(x)) {
+    const at::Tensor input = last_dim_contiguous(x);
+    std::vector<int64_t> shape = input.sizes().vec();
+    shape.back() = d;
+    at::Tensor out = at::empty(shape, input.options());
+    extension_of(*k)->call(k->torch_layer->op, {out, input});
+    return out;
+  }
+  if (const hub::BoundLayerKernel* k = native_kernel_for(x)) {
     const at::Tensor input = last_dim_contiguous(x);
     std::vector<int64_t> shape = input.sizes().vec();
     shape.back() = d;
@@ -138,7 +190,12 @@ std::pair<at::Tensor, at::Tensor> RotaryEmbedding::tables(int64_t seq, int64_t r
 
 void RotaryEmbedding::operator()(at::Tensor& q, at::Tensor& k, const at::Tensor& cos,
                                  const at::Tensor& sin) const {
-  const hub::BoundLayerKernel* kernel = kernel_for(q);
+  if (const hub::BoundLayerKernel* bound = torch_kernel_for(q);
+      bound != nullptr && q.stride(-1) == 1 && k.stride(-1) == 1) {
+    extension_of(*bound)->call(bound->torch_layer->op, {q, k, cos, sin, interleaved_});
+    return;
+  }
+  const hub::BoundLayerKernel* kernel = native_kernel_for(q);
   if (kernel != nullptr && q.stride(-1) == 1 && k.stride(-1) == 1) {
     const DLTensorView q_view(q, "query"), k_view(k, "key"), cos_view(cos, "cos"),
         sin_view(sin, "sin");

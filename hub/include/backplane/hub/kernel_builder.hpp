@@ -89,6 +89,28 @@ BACKPLANE_API void verify_kernel_builder_variant(const std::filesystem::path& va
 BACKPLANE_API std::filesystem::path kernel_builder_extension(
     const std::filesystem::path& variant_folder);
 
+// How a C++ host calls a kernel-builder layer: the layers of kernels-community packages (and
+// this project's published ones) whose ops the LibTorch bridge knows, by the layer class name a
+// kernel mapping names. The signatures are the ops' schemas; kernels-community's Python layers
+// call the same ops. A layer not in the table cannot be bound from C++ (its forward is Python).
+struct KernelBuilderLayer {
+  enum class Call {
+    kOutInput,       // op(Tensor! out, Tensor input): out = f(input), out [..., d] or [..., 2d]
+    kOutInputFloat,  // op(Tensor! out, Tensor input, float threshold)
+    kRmsNorm,        // op(Tensor! out, Tensor input, Tensor weight, float epsilon)
+    kRotaryInPlace,  // op(Tensor! query, Tensor! key, Tensor cos, Tensor sin, bool interleaved)
+  };
+  const char* layer;        // "SiluAndMul"
+  const char* op;           // "silu_and_mul"
+  const char* backward_op;  // the op that makes it usable in training; nullptr: none
+  Call call;
+  const char* computes;  // what it computes, for docs and messages
+};
+
+// The table (hub/src/kernel_builder_layers.cpp), in name order.
+BACKPLANE_API const std::vector<KernelBuilderLayer>& kernel_builder_layers();
+BACKPLANE_API const KernelBuilderLayer* find_kernel_builder_layer(std::string_view layer);
+
 // Checks, without loading it, that `library` is a shared library this process could load: an
 // ELF file, not truncated (its section and program headers inside the file), of this
 // process's class, byte order and machine, ET_DYN. Throws PackageError naming the file and why.

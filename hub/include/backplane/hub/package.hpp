@@ -6,6 +6,7 @@
 
 #include <backplane/plugin.h>
 #include <backplane/export.hpp>
+#include <backplane/hub/kernel_builder.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/repo_id.hpp>
 #include <backplane/runtime/kernels.hpp>
@@ -36,6 +37,9 @@ struct PackageSource {
   std::string revision;
   std::string variant;           // the build/<variant> folder name
   std::filesystem::path folder;  // .../build/<variant>
+  // Where the variant's links may lead (kernel-builder digests follow links): empty for the
+  // folder itself; a Hugging Face cache's repository folder, whose snapshots link into blobs/.
+  std::filesystem::path link_root = {};
 };
 
 struct PackageLoadOptions {
@@ -51,6 +55,11 @@ class BACKPLANE_API LoadedPackage {
   const std::vector<PackageKernel>& kernels() const;
   // The kernel with that op and implementation (function name), or nullptr.
   const PackageKernel* find(std::string_view op, std::string_view implementation) const;
+  // For a kernel-builder Torch build: its metadata; the build was checked (metadata, digest,
+  // an ELF extension library for this machine) but not opened, since that needs LibTorch:
+  // backplane::torch::TorchExtension opens it. kernels() is empty, and metadata() holds what the
+  // store needs (repo, version, license, backend, archs as sm_XY, library). nullptr otherwise.
+  const KernelBuilderMetadata* kernel_builder() const;
   // The message of a status a package kernel returned, freeing it. Empty for NULL (success).
   static std::string take_status(bp_status* status);
 
@@ -61,12 +70,15 @@ class BACKPLANE_API LoadedPackage {
   std::shared_ptr<const Impl> impl_;
 };
 
-// Reads and checks the variant's metadata.json (it must fit the folder's name), opens its
-// library (dlopen, RTLD_LOCAL | RTLD_NOW), negotiates the ABI, runs its init with a registrar
-// that takes only kernels, and checks the kernels against the metadata's functions (each
-// declared function registered, nothing undeclared, the same op, device type, dtypes and
-// compute capability). Throws PackageError (or InvalidArgument for bad metadata) naming the
-// package, the file and the reason; the process goes on. Trust and locks are the store's
+// A kernel-builder variant (is_kernel_builder_variant): reads its metadata.json, checks the
+// digest (IntegrityError naming each file), finds its extension library (a Python-only build
+// is refused: PackageError) and checks it is an ELF library for this machine; opens nothing.
+// Otherwise, this project's format: reads and checks the variant's metadata.json (it must fit the
+// folder's name), opens its library (dlopen, RTLD_LOCAL | RTLD_NOW), negotiates the ABI, runs its
+// init with a registrar that takes only kernels, and checks the kernels against the metadata's
+// functions (each declared function registered, nothing undeclared, the same op, device type,
+// dtypes and compute capability). Throws PackageError (or InvalidArgument for bad metadata) naming
+// the package, the file and the reason; the process goes on. Trust and locks are the store's
 // business (Store::load), not this function's.
 BACKPLANE_API LoadedPackage load_package_variant(const PackageSource& source,
                                                  const PackageLoadOptions& options = {});

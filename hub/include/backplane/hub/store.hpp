@@ -49,6 +49,9 @@ struct InstalledPackage {
   std::filesystem::path folder;       // holds build/
   std::vector<std::string> variants;  // folder names under build/, sorted
   bool local = false;                 // from BACKPLANE_LOCAL_KERNELS
+  // Where the variants' links may lead: empty (none may leave their folder), or the
+  // repository's folder of a Hugging Face cache, whose snapshots link into its blobs/.
+  std::filesystem::path link_root = {};
 };
 
 struct InstallOptions {

@@ -46,8 +46,13 @@ struct BoundLayerKernel {
   std::string layer;         // "RMSNorm"
   KernelMappingEntry entry;  // the mapping entry that chose it (kernel ref, mode, source)
   KernelMode matched_mode = KernelMode::inference();
-  PackageKernel kernel;
-  std::string variant;  // the build variant that was loaded
+  PackageKernel kernel;  // this project's packages; empty for a kernel-builder one
+  std::string variant;   // the build variant that was loaded
+  // A kernel-builder Torch build (checked, not opened: the LibTorch bridge opens it and calls
+  // `torch_layer->op`): its variant folder and where its links may lead. Empty otherwise.
+  std::filesystem::path torch_extension;
+  std::filesystem::path torch_link_root;
+  const KernelBuilderLayer* torch_layer = nullptr;
 };
 
 class BACKPLANE_API LayerKernels {
@@ -81,6 +86,10 @@ class BACKPLANE_API LayerKernels {
                UseKernelsOptions options);
   void bind();
   const LoadedPackage* package_for(const LayerKernelRef& ref, std::string& missing);
+  std::optional<BoundLayerKernel> bind_kernel_builder_layer(
+      const std::string& layer, const KernelMappingEntry& entry, KernelMode matched_mode,
+      const LoadedPackage& package, std::map<std::string, std::string>& reasons,
+      std::vector<std::string>& warnings) const;
 
   Device device_;
   HubDevice hub_;

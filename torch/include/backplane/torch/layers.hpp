@@ -10,7 +10,9 @@
 //   y = norm(x);                        // the composite, if no training kernel is bound
 //
 // Each layer asks the shared LayerKernels for its kernel on every call (a map lookup), so a mode
-// switch reaches every layer at once. Without LayerKernels (nullptr) a layer is the composite.
+// switch reaches every layer at once. A kernel can be one of this project's packages or a
+// kernel-builder Torch build from the Kernel Hub (the layer calls its op through the dispatcher:
+// extension.hpp). Without LayerKernels (nullptr) a layer is the composite.
 // The layers are forward only: outputs do not track gradients on the kernel path.
 #pragma once
 
@@ -39,6 +41,12 @@ class KernelLayer {
   // The bound kernel, or nullptr (composite) when none is bound or the input is not on the
   // LayerKernels' device.
   const hub::BoundLayerKernel* kernel_for(const at::Tensor& input) const;
+  // kernel_for's binding when it is this project's format (a function of the plugin ABI)...
+  const hub::BoundLayerKernel* native_kernel_for(const at::Tensor& input) const;
+  // ...and when it is a kernel-builder Torch build, whose op the layer calls through
+  // TorchExtension (extension.hpp). In training mode, a build without the layer's backward op
+  // gives nullptr (the composite), with a warning.
+  const hub::BoundLayerKernel* torch_kernel_for(const at::Tensor& input) const;
 
  private:
   std::string name_;
