@@ -254,18 +254,24 @@ bool TorchExtension::has_op(std::string_view op) const {
   return c10::Dispatcher::singleton().findSchema(name).has_value();
 }
 
-std::vector<c10::IValue> TorchExtension::call(std::string_view op,
-                                              std::vector<c10::IValue> arguments) const {
+c10::OperatorHandle TorchExtension::handle(std::string_view op) const {
   const size_t dot = op.find('.');
   const std::string qualified = metadata_.id + "::" + std::string(op.substr(0, dot));
   const std::string overload = dot == std::string_view::npos ? "" : std::string(op.substr(dot + 1));
-  const std::string shown = qualified + (overload.empty() ? "" : "." + overload);
-  const auto handle = c10::Dispatcher::singleton().findSchema({qualified, overload});
-  if (!handle) {
+  const auto found = c10::Dispatcher::singleton().findSchema({qualified, overload});
+  if (!found) {
     std::string have;
     for (const std::string& s : schemas_) have += "\n  " + s;
-    throw InvalidArgument(shown + ": no such op in " + folder_.string() + "; it has:" + have);
+    throw InvalidArgument(qualified + (overload.empty() ? "" : "." + overload) +
+                          ": no such op in " + folder_.string() + "; it has:" + have);
   }
+  return *found;
+}
+
+std::vector<c10::IValue> TorchExtension::call(std::string_view op,
+                                              std::vector<c10::IValue> arguments) const {
+  const std::optional<c10::OperatorHandle> handle = this->handle(op);
+  const std::string shown = metadata_.id + "::" + std::string(op);
   const c10::FunctionSchema& schema = handle->schema();
   const std::vector<c10::Argument>& parameters = schema.arguments();
   if (arguments.size() > parameters.size()) {

@@ -7,6 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
+#include <mutex>
+
 namespace backplane::torch {
 namespace {
 
@@ -27,17 +30,22 @@ Fn function_of(const hub::BoundLayerKernel& bound) {
 }
 
 // The extension of a kernel-builder binding, opened on first use (its digest checked again,
-// now that LibTorch is there to open it).
+// now that LibTorch is there to open it), then found by its folder on every call.
 std::shared_ptr<const TorchExtension> extension_of(const hub::BoundLayerKernel& bound) {
+  static std::mutex mutex;
+  static auto* opened = new std::map<std::string, std::shared_ptr<const TorchExtension>>();
+  const std::string key = bound.torch_extension.string() + '\n' + bound.torch_layer->op;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = opened->find(key); it != opened->end()) return it->second;
   ExtensionLoadOptions options;
   options.link_root = bound.torch_link_root;
-  const auto ext = TorchExtension::load(bound.torch_extension, options);
+  auto ext = TorchExtension::load(bound.torch_extension, options);
   if (!ext->has_op(bound.torch_layer->op)) {
     throw InvalidArgument(bound.layer + ": the kernel-builder build " +
                           bound.torch_extension.string() + " has no op " + bound.torch_layer->op +
                           ", which its layer " + bound.torch_layer->layer + " calls");
   }
-  return ext;
+  return opened->emplace(key, std::move(ext)).first->second;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <backplane/hub/kernel_builder.hpp>
 #include <backplane/hub/variant.hpp>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
@@ -74,6 +75,12 @@ class TorchExtension {
   // silu_and_mul: argument 2 (input): expected Tensor, got double"), and for a failure inside
   // the op, its message.
   std::vector<c10::IValue> call(std::string_view op, std::vector<c10::IValue> arguments) const;
+
+  // The dispatcher's handle of `op`, for a caller that calls it often with a signature it knows:
+  //   ext->handle("rms_norm").typed<void(at::Tensor&, const at::Tensor&, const at::Tensor&,
+  //                                      double)>().call(out, x, weight, 1e-6);
+  // (no argument checks; a wrong signature is LibTorch's error). Throws InvalidArgument as call.
+  c10::OperatorHandle handle(std::string_view op) const;
 
   TorchExtension(std::filesystem::path folder, std::filesystem::path library,
                  hub::KernelBuilderMetadata metadata, std::vector<std::string> schemas);
