@@ -22,19 +22,37 @@ bool is_small_number(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::vector<std::string> package_files(const fs::path& root) {
+std::vector<std::string> package_files(const fs::path& root, const fs::path& link_root) {
   std::vector<std::string> files;
   std::error_code ec;
+  fs::path links_inside;
+  if (!link_root.empty()) {
+    links_inside = fs::canonical(link_root, ec);
+    if (ec) throw InvalidArgument(link_root.string() + ": " + ec.message());
+  }
   fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
   if (ec) throw InvalidArgument(root.string() + ": " + ec.message());
   for (; it != end; it.increment(ec)) {
     if (ec) throw InvalidArgument(root.string() + ": " + ec.message());
-    const fs::file_status status = it->symlink_status(ec);
+    fs::file_status status = it->symlink_status(ec);
     const std::string relative = it->path().lexically_relative(root).generic_string();
     if (fs::is_symlink(status)) {
-      throw InvalidArgument(it->path().string() +
-                            ": a kernel package holds only regular files and folders; this is a "
-                            "symbolic link");
+      if (links_inside.empty()) {
+        throw InvalidArgument(it->path().string() +
+                              ": a kernel package holds only regular files and folders; this is "
+                              "a symbolic link");
+      }
+      // A Hugging Face cache: snapshot files are links into the repository's blobs/.
+      const fs::path target = fs::canonical(it->path(), ec);
+      const fs::path inside = ec ? fs::path() : target.lexically_relative(links_inside);
+      if (ec || inside.empty() || *inside.begin() == "..") {
+        throw InvalidArgument(it->path().string() + ": a link out of " + links_inside.string() +
+                              (ec ? "" : " (to " + target.string() + ")"));
+      }
+      status = fs::status(target, ec);
+      if (!fs::is_regular_file(status)) {
+        throw InvalidArgument(it->path().string() + ": a link to something other than a file");
+      }
     }
     if (fs::is_directory(status)) continue;
     if (!fs::is_regular_file(status)) {

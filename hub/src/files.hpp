@@ -16,8 +16,10 @@ bool is_small_number(std::string_view text);
 
 // Regular files under `root`, as sorted relative paths with '/' separators. A package holds
 // only regular files and folders: a symbolic link or a special file throws InvalidArgument
-// naming it.
-std::vector<std::string> package_files(const std::filesystem::path& root);
+// naming it; with `link_root` (a Hugging Face cache's repository folder), links to files inside
+// it count as those files, and a link out of it throws.
+std::vector<std::string> package_files(const std::filesystem::path& root,
+                                       const std::filesystem::path& link_root = {});
 
 // Copies the regular files and folders under `from` into `to` (which must exist), by the rules
 // of package_files.

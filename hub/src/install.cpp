@@ -2,6 +2,7 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/archive.hpp>
 #include <backplane/hub/errors.hpp>
+#include <backplane/hub/kernel_builder.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/store.hpp>
 #include <backplane/internal/files.hpp>
@@ -34,8 +35,27 @@ fs::path package_root(const fs::path& unpacked, const fs::path& archive) {
                         "folder; a kernel package holds build/<variant>/");
 }
 
-// Checks every variant under `package`/build; returns the repo id they all name.
-RepoId check_package(const fs::path& package, const fs::path& shown_as) {
+// A kernel-builder variant: its metadata parses, its digest covers exactly its files, and it
+// names the kernel the others do. Returns the kernel's name.
+std::string check_kernel_builder_variant(const fs::path& folder, const fs::path& shown) {
+  KernelBuilderMetadata m;
+  try {
+    m = read_kernel_builder_metadata(folder);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(shown.string() + ": " + e.what());
+  }
+  try {
+    verify_kernel_builder_variant(folder, m, folder);
+  } catch (const IntegrityError& e) {
+    throw InvalidArgument(std::string(e.what()) + " (" + shown.string() + ")");
+  }
+  return m.name;
+}
+
+// Checks every variant under `package`/build; returns the repo id they all name (`given` for a
+// kernel-builder package, whose metadata does not name one).
+RepoId check_package(const fs::path& package, const fs::path& shown_as,
+                     const std::optional<RepoId>& given) {
   const fs::path build = package / "build";
   std::error_code ec;
   if (!fs::is_directory(build, ec)) {
@@ -43,7 +63,7 @@ RepoId check_package(const fs::path& package, const fs::path& shown_as) {
                           "build/<variant>/ folders");
   }
   std::optional<RepoId> repo;
-  std::string first_variant;
+  std::string first_variant, kernel_name;
   size_t variants = 0;
   for (fs::directory_iterator it(build, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename();
@@ -59,6 +79,25 @@ RepoId check_package(const fs::path& package, const fs::path& shown_as) {
       }
     }();
     detail::package_files(it->path());  // only regular files and folders
+    if (is_kernel_builder_variant(it->path())) {
+      const std::string kernel = check_kernel_builder_variant(it->path(), shown);
+      if (!given) {
+        throw InvalidArgument(shown.string() + ": a kernel-builder build names its kernel (" +
+                              kernel +
+                              "), not its repository; give the repository to install it as "
+                              "(InstallOptions::repo, kernel-hub install --repo org/name)");
+      }
+      if (!kernel_name.empty() && kernel != kernel_name) {
+        throw InvalidArgument((shown / "metadata.json").string() + ": name: " + kernel +
+                              ", but build/" + first_variant + "/metadata.json says " +
+                              kernel_name + "; one package is one kernel");
+      }
+      if (kernel_name.empty()) first_variant = name;
+      kernel_name = kernel;
+      repo = *given;
+      ++variants;
+      continue;
+    }
     const PackageMetadata metadata =
         parse_metadata(internal::read_bounded_file(it->path() / "metadata.json", 1 << 20,
                                                    (it->path() / "metadata.json").string()),
@@ -69,6 +108,10 @@ RepoId check_package(const fs::path& package, const fs::path& shown_as) {
                             " is not in " + shown.string());
     }
     const RepoId id = RepoId::parse(metadata.repo_id, (shown / "metadata.json").string());
+    if (given && *given != id) {
+      throw InvalidArgument((shown / "metadata.json").string() + ": repo_id: " + id.str() +
+                            ", but it is being installed as " + given->str());
+    }
     if (repo && *repo != id) {
       throw InvalidArgument((shown / "metadata.json").string() + ": repo_id: " + id.str() +
                             ", but build/" + first_variant + "/metadata.json says " + repo->str() +
@@ -106,7 +149,7 @@ InstalledPackage Store::install(const fs::path& source, const InstallOptions& op
   const fs::path package = staging / "package";
   fs::create_directory(package);
   if (is_folder) {
-    check_package(source, source);  // clear errors before copying anything large
+    check_package(source, source, options.repo);  // clear errors before copying anything large
     fs::create_directory(package / "build");
     detail::copy_package_tree(source / "build", package / "build");
   } else {
@@ -117,7 +160,7 @@ InstalledPackage Store::install(const fs::path& source, const InstallOptions& op
   }
   // What is checked is what will be installed, and it is on disk before it is renamed into
   // place: after a power loss the package is there whole or not at all.
-  const RepoId repo = check_package(package, source);
+  const RepoId repo = check_package(package, source, options.repo);
   detail::sync_tree(package);
 
   const fs::path target = folder(repo, revision);

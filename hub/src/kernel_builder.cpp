@@ -102,7 +102,6 @@ class VariantHasher {
     std::sort(entries.begin(), entries.end());
     for (const fs::path& entry : entries) {
       const std::string name = entry.filename().string();
-      if (depth == 0 && (name == "metadata.json" || name == "metadata.json.sigstore")) continue;
       const std::string relative = prefix + name;
       const fs::file_status link = fs::symlink_status(entry, ec);
       if (fs::is_symlink(link)) {
@@ -117,6 +116,8 @@ class VariantHasher {
                                 "); a variant's files stay inside its package");
         }
       }
+      // Not hashed, but read: a link there stays inside too.
+      if (depth == 0 && (name == "metadata.json" || name == "metadata.json.sigstore")) continue;
       const fs::file_status status = fs::status(entry, ec);
       if (fs::is_directory(status)) {
         // The `kernels` library follows links to files but not to folders.

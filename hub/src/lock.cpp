@@ -71,14 +71,17 @@ uint64_t hash_file(const fs::path& file, std::string path, Sha256& own, Sha256& 
 
 }  // namespace
 
-VariantDigest digest_variant(const fs::path& variant_folder) {
+VariantDigest digest_variant(const fs::path& variant_folder, const fs::path& link_root) {
   VariantDigest out;
   Sha256 variant;
-  for (const std::string& relative : detail::package_files(variant_folder)) {
+  for (const std::string& relative : detail::package_files(variant_folder, link_root)) {
     Sha256 own;
     FileDigest file;
     file.path = relative;
-    file.size = hash_file(variant_folder / relative, relative + '\0', own, variant);
+    // package_files let a link through only into link_root: hash what it points at.
+    const fs::path path =
+        link_root.empty() ? variant_folder / relative : fs::canonical(variant_folder / relative);
+    file.size = hash_file(path, relative + '\0', own, variant);
     file.sha256 = own.finish();
     out.files.push_back(std::move(file));
   }
@@ -109,6 +112,97 @@ bool is_package_path(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// A git object id, as the `kernels` library's KernelLock takes it: 40 or 64 hex digits (either
+// case; kept in lowercase, as huggingface_hub names snapshots).
+std::optional<std::string> commit_id(const json& v) {
+  if (!v.is_string()) return std::nullopt;
+  std::string s = v.get<std::string>();
+  if (s.size() != 40 && s.size() != 64) return std::nullopt;
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  }
+  return s;
+}
+
+LockFile parse_kernels_lock(const json& root, const std::string& source) {
+  LockFile lock;
+  lock.format = LockFile::Format::kKernels;
+  for (size_t i = 0; i < root.size(); ++i) {
+    const std::string where = source + ": [" + std::to_string(i) + "]";
+    const json& entry = root[i];
+    auto fail = [&](const std::string& field, const std::string& what) {
+      throw InvalidArgument(where + "." + field + ": " + what +
+                            "; the kernels library's lock entries are {\"dependency\": "
+                            "{\"repo-id\": ..., \"version\": N | \"revision\": ...}, \"lock\": "
+                            "{\"commit\": ...}}");
+    };
+    if (!entry.is_object() || !entry.contains("dependency") || !entry["dependency"].is_object()) {
+      fail("dependency", "must be an object");
+    }
+    const json& dependency = entry["dependency"];
+    if (!dependency.contains("repo-id") || !dependency["repo-id"].is_string()) {
+      fail("dependency.repo-id", "must be a string");
+    }
+    const std::string repo = dependency["repo-id"].get<std::string>();
+    RepoId::parse(repo, where + ".dependency.repo-id");
+    const bool has_version = dependency.contains("version"),
+               has_revision = dependency.contains("revision");
+    if (has_version == has_revision) {
+      fail("dependency", "needs one of version and revision (they are mutually exclusive)");
+    }
+    LockedRepo locked;
+    if (has_version) {
+      if (!dependency["version"].is_number_unsigned()) {
+        fail("dependency.version", "must be a non-negative integer");
+      }
+      locked.requested = "v" + std::to_string(dependency["version"].get<uint64_t>());
+    } else {
+      if (!dependency["revision"].is_string()) fail("dependency.revision", "must be a string");
+      locked.requested = dependency["revision"].get<std::string>();
+    }
+    if (!entry.contains("lock") || !entry["lock"].is_object()) fail("lock", "must be an object");
+    const std::optional<std::string> commit =
+        entry["lock"].contains("commit") ? commit_id(entry["lock"]["commit"]) : std::nullopt;
+    if (!commit) fail("lock.commit", "must be a git object id (40 or 64 hex digits)");
+    locked.commit = *commit;
+    locked.revision = *commit;
+    if (auto it = lock.repos.find(repo); it != lock.repos.end()) {
+      throw InvalidArgument(where + ": locks " + repo + " a second time (" + locked.requested +
+                            " beside " + it->second.requested +
+                            "); a process loads one revision of a repository");
+    }
+    lock.repos[repo] = std::move(locked);
+  }
+  return lock;
+}
+
+}  // namespace
+
+std::string LockFile::dump_kernels() const {
+  json out = json::array();
+  for (const auto& [repo, locked] : repos) {
+    if (locked.commit.empty()) {
+      throw InvalidArgument(repo + "@" + locked.revision +
+                            " has no commit, which the kernels library's lock format records; "
+                            "lock a revision that is a commit (a Hugging Face cache snapshot, or "
+                            "a package installed with --revision <commit>)");
+    }
+    json dependency = {{"repo-id", repo}};
+    const std::string& asked = locked.requested.empty() ? locked.revision : locked.requested;
+    if (asked.size() > 1 && asked[0] == 'v' &&
+        asked.find_first_not_of("0123456789", 1) == std::string::npos && asked.size() < 12) {
+      dependency["version"] = std::stoull(asked.substr(1));
+    } else {
+      dependency["revision"] = asked;
+    }
+    out.push_back({{"dependency", dependency}, {"lock", {{"commit", locked.commit}}}});
+  }
+  return out.dump(2) + "\n";
+}
+
 LockFile LockFile::parse(std::string_view text, const std::string& source) {
   auto fail = [&](const std::string& field, const std::string& what) {
     throw InvalidArgument(source + ": " + field + ": " + what);
@@ -120,6 +214,7 @@ LockFile LockFile::parse(std::string_view text, const std::string& source) {
            s.find_first_not_of("0123456789abcdef", 7) == std::string::npos;
   };
   const json root = parse_checked_json(text, source);
+  if (root.is_array()) return parse_kernels_lock(root, source);
   if (!root.is_object()) fail("the top level", "must be an object");
   if (!root.contains("format") || root["format"] != kLockFormat) {
     fail("format", "must be " + std::to_string(kLockFormat));

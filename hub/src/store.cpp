@@ -1,5 +1,6 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
+#include <backplane/hub/kernel_builder.hpp>
 #include <backplane/hub/metadata.hpp>
 #include <backplane/hub/store.hpp>
 
@@ -7,6 +8,7 @@
 #include <system_error>
 
 #include "files.hpp"
+#include "hf_cache.hpp"
 
 namespace backplane::hub {
 namespace fs = std::filesystem;
@@ -26,11 +28,38 @@ std::string revisions_text(const std::vector<InstalledPackage>& found) {
 
 }  // namespace
 
-Store::Store(fs::path root, LocalKernels local)
-    : root_(std::move(root)), local_(std::move(local)) {}
+Store::Store(fs::path root, LocalKernels local, std::vector<fs::path> hf_caches)
+    : root_(std::move(root)), local_(std::move(local)) {
+  hf_caches_.push_back(root_);
+  for (fs::path& cache : hf_caches) {
+    if (!cache.empty() &&
+        std::find(hf_caches_.begin(), hf_caches_.end(), cache) == hf_caches_.end()) {
+      hf_caches_.push_back(std::move(cache));
+    }
+  }
+}
 
 Store Store::from_environment() {
-  return Store(default_store_root(), LocalKernels::from_environment());
+  return Store(default_store_root(), LocalKernels::from_environment(), {default_hf_cache()});
+}
+
+fs::path default_hf_cache() {
+  auto absolute_env = [](const char* name) -> fs::path {
+    const char* value = ::secure_getenv(name);
+    if (value == nullptr || *value == '\0') return {};
+    const fs::path path(value);
+    return path.is_absolute() ? path.lexically_normal() : fs::path();
+  };
+  for (const char* name : {"KERNELS_CACHE", "HF_HUB_CACHE"}) {
+    if (fs::path p = absolute_env(name); !p.empty()) return p;
+  }
+  if (fs::path home = absolute_env("HF_HOME"); !home.empty()) return home / "hub";
+  if (fs::path xdg = absolute_env("XDG_CACHE_HOME"); !xdg.empty())
+    return xdg / "huggingface" / "hub";
+  if (fs::path home = absolute_env("HOME"); !home.empty()) {
+    return home / ".cache" / "huggingface" / "hub";
+  }
+  return {};
 }
 
 fs::path Store::folder(const RepoId& repo, const std::string& revision) const {
@@ -51,6 +80,20 @@ std::vector<InstalledPackage> Store::find(const RepoId& repo) const {
     }
     found.push_back(describe(repo, revision, root_ / repo.org / repo.name / revision, false));
   }
+  for (const fs::path& cache : hf_caches_) {
+    for (const detail::HfCachedRevision& r : detail::hf_cache_revisions(cache, repo)) {
+      try {
+        check_revision(r.revision, "hf-cache");
+      } catch (const InvalidArgument&) {
+        continue;  // a ref such as pr/1 cannot be named as a revision here
+      }
+      InstalledPackage p = describe(repo, r.revision, r.snapshot, false);
+      p.hf_cache = true;
+      p.commit = r.commit;
+      p.link_root = r.repo_folder;
+      found.push_back(std::move(p));
+    }
+  }
   return found;
 }
 
@@ -69,6 +112,15 @@ std::vector<InstalledPackage> Store::list() const {
   for (const auto& [id, path] : local_.repos) {
     all.push_back(
         describe(RepoId::parse(id, "BACKPLANE_LOCAL_KERNELS"), kLocalRevision, path, true));
+  }
+  // Repos only in a Hugging Face cache (those also in the store were listed with it).
+  for (const fs::path& cache : hf_caches_) {
+    for (const RepoId& repo : detail::hf_cache_repos(cache)) {
+      const bool listed = std::any_of(all.begin(), all.end(),
+                                      [&](const InstalledPackage& p) { return p.repo == repo; });
+      if (listed) continue;
+      for (InstalledPackage& p : find(repo)) all.push_back(std::move(p));
+    }
   }
   std::sort(all.begin(), all.end(), [](const InstalledPackage& a, const InstalledPackage& b) {
     return a.repo.str() != b.repo.str() ? a.repo.str() < b.repo.str() : a.revision < b.revision;
@@ -89,12 +141,18 @@ InstalledPackage Store::locate(const RepoId& repo,
   }
   if (revision) check_revision(*revision, "revision");
   if (found.empty()) {
+    std::string caches;
+    for (size_t i = 1; i < hf_caches_.size(); ++i) caches += ", " + hf_caches_[i].string();
     throw NotFound(repo.str() + " is not installed in the kernel store " + root_.string() +
+                   (caches.empty() ? "" : " nor in the Hugging Face cache " + caches.substr(2)) +
                    " (kernel-hub install PATH_OR_ARCHIVE)");
   }
   const std::string wanted = revision ? *revision : std::string(kDefaultRevision);
   for (const InstalledPackage& p : found) {
     if (p.revision == wanted) return p;
+  }
+  for (const InstalledPackage& p : found) {
+    if (p.hf_cache && p.commit == wanted) return p;  // a snapshot asked for by its commit
   }
   if (revision) {
     throw NotFound(repo.str() + " is not installed at revision " + *revision +
@@ -137,7 +195,7 @@ size_t Store::remove(const RepoId& repo, const std::optional<std::string>& revis
   const detail::StoreLock store_lock(root_, detail::StoreLock::Mode::kExclusive);
   size_t removed = 0;
   for (const InstalledPackage& p : find(repo)) {
-    if (p.local || (revision && p.revision != *revision)) continue;
+    if (p.local || p.hf_cache || (revision && p.revision != *revision)) continue;
     // Rename out of sight first, so no reader sees a half-removed package.
     const detail::StagingFolder trash(root_ / ".staging", "remove-");
     std::error_code ec;
@@ -159,8 +217,15 @@ LockedRepo Store::lock_entry(const RepoId& repo, const std::optional<std::string
   const InstalledPackage p = locate(repo, revision);
   LockedRepo locked;
   locked.revision = p.revision;
+  locked.requested = p.revision;
+  // The commit the kernels library's lock format records: a cache snapshot's, or a revision
+  // that is one.
+  const bool revision_is_commit =
+      (p.revision.size() == 40 || p.revision.size() == 64) &&
+      p.revision.find_first_not_of("0123456789abcdef") == std::string::npos;
+  locked.commit = p.hf_cache ? p.commit : revision_is_commit ? p.revision : "";
   for (const std::string& variant : p.variants) {
-    locked.variants[variant] = to_locked(digest_variant(p.folder / "build" / variant));
+    locked.variants[variant] = to_locked(digest_variant(p.folder / "build" / variant, p.link_root));
   }
   return locked;
 }
@@ -187,9 +252,21 @@ void check_lock_and_trust(const InstalledPackage& package, const std::string& va
         "kernel package " + id + "@" + package.revision + " (" + variant + ") " + trust.reason +
         (options.lock != nullptr ? "; " + lock_name + " does not list it" : std::string()));
   }
-  if (locked->revision != package.revision) {
+  const bool same_commit = !locked->commit.empty() && locked->commit == package.commit;
+  if (locked->revision != package.revision && !same_commit) {
     throw IntegrityError(lock_name + " locks " + id + " at revision " + locked->revision +
                          ", but revision " + package.revision + " was asked for");
+  }
+  if (locked->variants.empty() && !locked->commit.empty()) {
+    // The kernels library's format pins the commit; a kernel-builder build's digest, checked
+    // when it loads, vouches for its files. This project's builds have no digest of their own.
+    if (is_kernel_builder_variant(package.folder / "build" / variant)) return;
+    throw IntegrityError(lock_name +
+                         " is in the kernels library's format, which pins only a "
+                         "commit; " +
+                         id + "@" + package.revision + " (" + variant +
+                         ") is a backplane package, whose files only this project's lock format "
+                         "records: lock it with kernel-hub lock");
   }
   auto it = locked->variants.find(variant);
   if (it == locked->variants.end()) {
@@ -197,7 +274,8 @@ void check_lock_and_trust(const InstalledPackage& package, const std::string& va
                          " without the variant " + variant + " that this system needs");
   }
   const fs::path folder = package.folder / "build" / variant;
-  const std::vector<std::string> differences = lock_differences(it->second, digest_variant(folder));
+  const std::vector<std::string> differences =
+      lock_differences(it->second, digest_variant(folder, package.link_root));
   if (!differences.empty()) {
     throw IntegrityError(
         "kernel package " + id + "@" + package.revision + " (" + variant + ") does not match " +

@@ -112,7 +112,7 @@ TEST_F(KernelHubCli, InstallListShowResolveLockVerifyRemove) {
   EXPECT_EQ(locked.find(RepoId{"acme", "scale"})->variants.count(variant_), 1u);
   r = run("verify " + quoted(lock));
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("ok       acme/scale@v1 " + variant_), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok        acme/scale@v1 " + variant_), std::string::npos) << r.out;
   r = run("resolve acme/scale --device cpu --load --lock " + quoted(lock));
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("scale/scale_f32 on cpu"), std::string::npos) << r.out;

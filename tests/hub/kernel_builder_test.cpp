@@ -4,6 +4,8 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
 #include <backplane/hub/kernel_builder.hpp>
+#include <backplane/hub/lock.hpp>
+#include <backplane/hub/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +70,58 @@ TEST(KernelBuilderOracle, MetadataIsAcceptedAndRefusedAsTheKernelsLibraryDoes) {
     if (!accepted) {
       EXPECT_EQ(why.rfind("build/v/metadata.json: ", 0), 0u) << why;
     }
+  }
+}
+
+// kernels.lock in the library's format: the same texts accepted (with the same commits) and
+// refused, except where this reader is stricter on purpose: a format that is an object without
+// "kernels" is this project's and refused for that field.
+TEST(KernelBuilderOracle, KernelsLocksAreReadAsTheKernelsLibraryReadsThem) {
+  if (oracle_dir() == nullptr) GTEST_SKIP() << "BACKPLANE_KERNEL_BUILDER_ORACLE is not set";
+  const json o = oracle();
+  ASSERT_GE(o["locks"].size(), 10u);
+  for (const json& l : o["locks"]) {
+    SCOPED_TRACE(l["label"].get<std::string>());
+    std::string why;
+    std::vector<std::string> commits;
+    try {
+      const LockFile lock = LockFile::parse(l["text"].get<std::string>(), "kernels.lock");
+      EXPECT_EQ(lock.format, LockFile::Format::kKernels);
+      for (const auto& [repo, locked] : lock.repos) commits.push_back(locked.commit);
+    } catch (const InvalidArgument& e) {
+      why = e.what();
+    }
+    if (l["label"] == "an object") {
+      EXPECT_NE(why.find("kernels.lock: "), std::string::npos) << why;
+      continue;
+    }
+    EXPECT_EQ(why.empty(), l["accepted"].get<bool>())
+        << "ours: " << why << "\nkernels: " << l.value("error", "");
+    if (why.empty()) {
+      std::vector<std::string> theirs = l["commits"];
+      std::sort(commits.begin(), commits.end());
+      EXPECT_EQ(commits, theirs);
+    }
+  }
+}
+
+TEST(KernelsLock, WritesTheLibrarysFormatAndRefusesARepoWithoutACommit) {
+  LockFile lock;
+  lock.repos["org/a"] = LockedRepo{std::string(40, 'c'), {}, std::string(40, 'c'), "v3"};
+  lock.repos["org/b"] = LockedRepo{std::string(40, 'd'), {}, std::string(40, 'd'), "main"};
+  const std::string text = lock.dump_kernels();
+  EXPECT_NE(text.find("\"version\": 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"revision\": \"main\""), std::string::npos) << text;
+  const LockFile back = LockFile::parse(text, "kernels.lock");
+  EXPECT_EQ(back.repos.at("org/a").requested, "v3");
+  EXPECT_EQ(back.repos.at("org/b").commit, std::string(40, 'd'));
+  lock.repos["org/c"] = LockedRepo{"main", {}, "", "main"};
+  try {
+    lock.dump_kernels();
+    ADD_FAILURE() << "wrote a lock without a commit";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("org/c@main has no commit"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -241,6 +295,56 @@ TEST(KernelBuilderExtension, ChecksTheElfFileBeforeItIsOpened) {
   executable[17] = 0;
   write_file(tmp.path() / "exec.so", executable);
   EXPECT_NE(elf_refusal(tmp.path() / "exec.so").find("not a shared library"), std::string::npos);
+}
+
+// A Hugging Face cache beside the store: refs and snapshots listed (read-only), a snapshot
+// found by its commit, never removed, hashed through its links into blobs/ and no further.
+TEST(HfCache, RevisionsAreItsRefsAndSnapshotsReadOnly) {
+  const TempFolder tmp;
+  const fs::path repo = tmp.path() / "cache" / "kernels--org--kb";
+  const std::string c1(40, '1'), c2(40, '2');
+  for (const std::string& commit : {c1, c2}) {
+    const fs::path v = sealed_variant(tmp.path() / ("src-" + commit));
+    for (const auto& entry : fs::directory_iterator(v)) {
+      const std::string bytes = read_file(entry.path());
+      const fs::path blob = repo / "blobs" / (commit + entry.path().filename().string());
+      write_file(blob, bytes);
+      const fs::path link =
+          repo / "snapshots" / commit / "build" / v.filename() / entry.path().filename();
+      fs::create_directories(link.parent_path());
+      fs::create_symlink(fs::relative(blob, link.parent_path()), link);
+    }
+  }
+  write_file(repo / "refs" / "main", c1 + "\n");
+  write_file(repo / "refs" / "v1", c1);
+  const Store store(tmp.path() / "store", {}, {tmp.path() / "cache"});
+  const RepoId id{"org", "kb"};
+  std::vector<std::string> revisions;
+  for (const InstalledPackage& p : store.find(id)) {
+    EXPECT_TRUE(p.hf_cache);
+    revisions.push_back(p.revision + "=" + p.commit.substr(0, 1));
+  }
+  EXPECT_EQ(revisions, (std::vector<std::string>{"main=1", "v1=1", c2 + "=2"}));
+  EXPECT_EQ(store.locate(id, std::nullopt).revision, "main");
+  EXPECT_EQ(store.locate(id, c2).commit, c2);
+  EXPECT_EQ(store.remove(id, std::nullopt), 0u);
+  EXPECT_TRUE(fs::exists(repo / "snapshots" / c1));
+  // Hashed through the links, as the files they point at.
+  const LockedRepo locked = store.lock_entry(id, std::string("v1"));
+  EXPECT_EQ(locked.commit, c1);
+  ASSERT_EQ(locked.variants.size(), 1u);
+  EXPECT_EQ(locked.variants.begin()->second.files.count("__init__.py"), 1u);
+  // A link out of the repository's folder is refused by name.
+  const fs::path variant = repo / "snapshots" / c1 / "build" / "torch215-cxx11-cpu-x86_64-linux";
+  write_file(tmp.path() / "outside", "x");
+  fs::create_symlink(tmp.path() / "outside", variant / "outside.py");
+  try {
+    store.lock_entry(id, std::string("v1"));
+    ADD_FAILURE() << "hashed a link out of the cache";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("outside.py: a link out of"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

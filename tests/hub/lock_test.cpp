@@ -106,7 +106,9 @@ TEST(LockFile, RoundTripsAndRefusesMalformedFilesNamingTheField) {
 
   const std::string hash = "\"sha256:" + std::string(64, 'a') + "\"";
   const std::pair<std::string, std::string> bad[] = {
-      {"[]", "the top level"},
+      {"42", "the top level"},
+      // An array is the kernels library's format; its entries are checked as it checks them.
+      {"[1]", "[0].dependency: must be an object"},
       {R"({"kernels": {}})", "format"},
       {R"({"format": 1})", "kernels"},
       {R"({"format": 1, "kernels": {"bad": {}}})", "'bad' is not a kernel repository id"},

@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 
-from kernels._rust import Digest, DigestAlgorithm, Metadata
+from kernels._rust import Digest, DigestAlgorithm, KernelLocks, Metadata
 
 BASE = {
     "name": "rmsnorm",
@@ -60,6 +60,24 @@ METADATA_CASES = [
     ("digest without files", {"digest": {"algorithm": "sha256"}}),
     ("kernel-depends a string", {"kernel-depends": ["org/repo"]}),
     ("not an object", "[1, 2]"),
+]
+
+
+A = "a" * 40
+# kernels.lock texts in the library's format (its KernelLocks reads them).
+LOCK_CASES = [
+    ("empty", "[]"),
+    ("a version", f'[{{"dependency": {{"repo-id": "org/a", "version": 1}}, "lock": {{"commit": "{A}"}}}}]'),
+    ("a revision", f'[{{"dependency": {{"repo-id": "org/a", "revision": "main"}}, "lock": {{"commit": "{A}"}}}}]'),
+    ("a sha-256 commit", f'[{{"dependency": {{"repo-id": "org/a", "version": 2}}, "lock": {{"commit": "{"b" * 64}"}}}}]'),
+    ("an upper-case commit", f'[{{"dependency": {{"repo-id": "org/a", "version": 2}}, "lock": {{"commit": "{"B" * 40}"}}}}]'),
+    ("a short commit", '[{"dependency": {"repo-id": "org/a", "version": 1}, "lock": {"commit": "abc"}}]'),
+    ("version and revision", f'[{{"dependency": {{"repo-id": "org/a", "version": 1, "revision": "x"}}, "lock": {{"commit": "{A}"}}}}]'),
+    ("neither", f'[{{"dependency": {{"repo-id": "org/a"}}, "lock": {{"commit": "{A}"}}}}]'),
+    ("no lock", '[{"dependency": {"repo-id": "org/a", "version": 1}}]'),
+    ("version a string", f'[{{"dependency": {{"repo-id": "org/a", "version": "1"}}, "lock": {{"commit": "{A}"}}}}]'),
+    ("an object", "{}"),
+    ("the same dependency twice", f'[{{"dependency": {{"repo-id": "org/a", "version": 1}}, "lock": {{"commit": "{A}"}}}}, {{"dependency": {{"repo-id": "org/a", "version": 1}}, "lock": {{"commit": "{A}"}}}}]'),
 ]
 
 
@@ -121,8 +139,16 @@ def main():
             metadata.append({"label": label, "text": text, "accepted": True})
         except ValueError as e:
             metadata.append({"label": label, "text": text, "accepted": False, "error": str(e)})
+    locks = []
+    for label, text in LOCK_CASES:
+        try:
+            parsed = KernelLocks.from_json(text)
+            locks.append({"label": label, "text": text, "accepted": True,
+                          "commits": sorted(v.commit for v in parsed.values())})
+        except ValueError as e:
+            locks.append({"label": label, "text": text, "accepted": False, "error": str(e)})
     with open(os.path.join(out, "oracle.json"), "w") as f:
-        json.dump({"digests": digests, "metadata": metadata}, f, indent=1)
+        json.dump({"digests": digests, "metadata": metadata, "locks": locks}, f, indent=1)
     print(f"kernel_builder_oracle: {len(digests)} digests, {len(metadata)} metadata texts")
 
 

@@ -41,6 +41,7 @@ int run_show(const std::vector<std::string>& args);
 int run_resolve(const std::vector<std::string>& args);
 int run_lock(const std::vector<std::string>& args);
 int run_verify(const std::vector<std::string>& args);
+int run_ops(const std::vector<std::string>& args);
 int run_remove(const std::vector<std::string>& args);
 
 }  // namespace kernel_hub

@@ -23,17 +23,29 @@ int run_list(const std::vector<std::string>& args) {
   if (common.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& p : packages) {
-      out.push_back({{"repo", p.repo.str()},
-                     {"revision", p.revision},
-                     {"folder", p.folder.string()},
-                     {"variants", p.variants},
-                     {"local", p.local}});
+      out.push_back(
+          {{"repo", p.repo.str()},
+           {"revision", p.revision},
+           {"folder", p.folder.string()},
+           {"variants", p.variants},
+           {"local", p.local},
+           {"hf_cache", p.hf_cache},
+           {"commit", p.commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.commit)}});
     }
-    std::cout << nlohmann::json{{"store", store.root().string()}, {"packages", out}}.dump(2)
+    nlohmann::json caches = nlohmann::json::array();
+    for (size_t i = 1; i < store.hf_caches().size(); ++i)
+      caches.push_back(store.hf_caches()[i].string());
+    std::cout << nlohmann::json{{"store", store.root().string()},
+                                {"hf_caches", caches},
+                                {"packages", out}}
+                     .dump(2)
               << "\n";
     return kExitOk;
   }
   std::cout << "Store " << store.root().string() << "\n";
+  for (size_t i = 1; i < store.hf_caches().size(); ++i) {
+    std::cout << "Hugging Face cache " << store.hf_caches()[i].string() << "\n";
+  }
   if (packages.empty()) {
     std::cout << "  (no packages)\n";
     return kExitOk;
@@ -51,6 +63,9 @@ int run_list(const std::vector<std::string>& args) {
     std::string variants;
     for (const std::string& v : p.variants) variants += (variants.empty() ? "" : " ") + v;
     if (p.local) variants += (variants.empty() ? "" : " ") + ("(local: " + p.folder.string() + ")");
+    if (p.hf_cache) {
+      variants += (variants.empty() ? "" : " ") + ("(hf-cache: " + p.commit.substr(0, 12) + ")");
+    }
     std::cout << "  " << pad(p.repo.str(), repo_width) << pad(p.revision, revision_width)
               << variants << "\n";
   }

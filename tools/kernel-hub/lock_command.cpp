@@ -1,4 +1,4 @@
-// kernel-hub lock CONFIG [-o kernels.lock]
+// kernel-hub lock CONFIG [-o kernels.lock] [--format backplane|kernels]
 // CONFIG (JSON): {"kernels": {"org/repo": "REVISION" | null, ...}}; null takes the revision
 // the store would use (main, or the only one installed).
 #include <backplane/error.hpp>
@@ -54,15 +54,18 @@ std::map<std::string, std::optional<std::string>> read_config(const std::string&
 
 int run_lock(const std::vector<std::string>& args) {
   CommonOptions common;
-  std::string output = "kernels.lock";
+  std::string output = "kernels.lock", format = "backplane";
   po::options_description description("Options");
   description.add_options()("output,o", po::value(&output)->value_name("FILE"),
-                            "where to write the lock (default: kernels.lock)");
+                            "where to write the lock (default: kernels.lock)")(
+      "format", po::value(&format)->value_name("backplane|kernels"),
+      "backplane (default): every file's hash; kernels: the kernels library's format, a commit "
+      "per repo (Hugging Face cache snapshots, or revisions that are commits)");
   add_common_options(description, common);
   po::variables_map vm;
   if (!parse_command_or_help(
           args, description, "words",
-          "kernel-hub lock CONFIG [-o FILE] [--json]\n\n"
+          "kernel-hub lock CONFIG [-o FILE] [--format backplane|kernels] [--json]\n\n"
           "CONFIG is JSON: {\"kernels\": {\"org/repo\": \"REVISION\" or null, ...}}. Every "
           "variant\n"
           "of each installed revision is hashed (local folders are not used: a lock records\n"
@@ -71,13 +74,17 @@ int run_lock(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const std::string config = single_word(vm, "CONFIG");
+  if (format != "backplane" && format != "kernels") {
+    throw backplane::InvalidArgument("--format: '" + format +
+                                     "' is not a lock format; expected backplane or kernels");
+  }
   const backplane::hub::Store store = open_store(false);
   backplane::hub::LockFile lock;
   for (const auto& [id, revision] : read_config(config)) {
     const auto repo = backplane::hub::RepoId::parse(id, config);
     lock.repos[id] = store.lock_entry(repo, revision);
   }
-  const std::string text = lock.dump();
+  const std::string text = format == "kernels" ? lock.dump_kernels() : lock.dump();
   // A reader (an install checking against it) sees the old lock or the new, never a part.
   backplane::internal::write_file_atomically(output, text);
   if (common.json) {
@@ -85,9 +92,11 @@ int run_lock(const std::vector<std::string>& args) {
     for (const auto& [id, locked] : lock.repos) {
       json variants = json::object();
       for (const auto& [name, v] : locked.variants) variants[name] = v.sha256;
-      repos[id] = {{"revision", locked.revision}, {"variants", variants}};
+      repos[id] = {{"revision", locked.revision},
+                   {"commit", locked.commit.empty() ? json(nullptr) : json(locked.commit)},
+                   {"variants", variants}};
     }
-    std::cout << json{{"output", output}, {"kernels", repos}}.dump(2) << "\n";
+    std::cout << json{{"output", output}, {"format", format}, {"kernels", repos}}.dump(2) << "\n";
   } else {
     for (const auto& [id, locked] : lock.repos) {
       std::cout << "locked " << id << "@" << locked.revision << " (" << locked.variants.size()

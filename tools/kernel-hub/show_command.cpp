@@ -37,9 +37,61 @@ json trust_json(const backplane::hub::InstalledPackage& p, const std::string& va
   }
 }
 
+// A kernel-builder build: its metadata, whether its files match its digest, its extension.
+void kernel_builder_json(const backplane::hub::InstalledPackage& p, const std::string& variant,
+                         json& j) {
+  const auto folder = p.folder / "build" / variant;
+  const auto m = backplane::hub::read_kernel_builder_metadata(folder);
+  j["format"] = "kernel-builder";
+  j["name"] = m.name;
+  j["op_namespace"] = m.id;
+  j["version"] = std::to_string(m.version);
+  j["license"] = m.license;
+  j["backend"] = m.backend;
+  j["archs"] = m.archs;
+  j["python_depends"] = m.python_depends;
+  json depends = json::array();
+  for (const auto& d : m.kernel_depends) depends.push_back(d.repo_id + "@" + d.version);
+  j["kernel_depends"] = depends;
+  std::error_code ec;
+  j["signed"] = std::filesystem::is_regular_file(folder / "metadata.json.sigstore", ec);
+  json digest = nullptr;
+  if (m.digest) {
+    std::vector<std::string> problems;
+    try {
+      problems = backplane::hub::digest_violations(
+          *m.digest, backplane::hub::hash_kernel_builder_variant(
+                         folder, m.digest->algorithm, p.link_root.empty() ? folder : p.link_root));
+    } catch (const backplane::Error& e) {
+      problems.push_back(e.what());
+    }
+    digest = {{"algorithm", m.digest->algorithm},
+              {"files", m.digest->files.size()},
+              {"ok", problems.empty()},
+              {"problems", problems}};
+  }
+  j["digest"] = digest;
+  try {
+    j["extension"] = backplane::hub::kernel_builder_extension(folder).filename().string();
+  } catch (const backplane::Error&) {
+    j["extension"] = nullptr;  // a Python-only build
+  }
+  j["error"] = nullptr;
+}
+
 json variant_json(const backplane::hub::InstalledPackage& p, const std::string& variant,
                   const backplane::hub::TrustPolicy& policy) {
   json j = {{"variant", variant}, {"trust", trust_json(p, variant, policy)}};
+  if (backplane::hub::is_kernel_builder_variant(p.folder / "build" / variant)) {
+    try {
+      kernel_builder_json(p, variant, j);
+    } catch (const backplane::Error& e) {
+      j["format"] = "kernel-builder";
+      j["error"] = e.what();
+    }
+    return j;
+  }
+  j["format"] = "backplane";
   try {
     const auto m = backplane::hub::read_metadata(p.folder / "build" / variant / "metadata.json");
     json functions = json::array(), layers = json::array();
@@ -72,6 +124,31 @@ void print_variant(const json& v) {
             << trust["reason"].get<std::string>() << "\n";
   if (!v["error"].is_null()) {
     std::cout << "    error: " << v["error"].get<std::string>() << "\n";
+    return;
+  }
+  if (v["format"] == "kernel-builder") {
+    std::string archs;
+    for (const auto& a : v["archs"]) archs += " " + a.get<std::string>();
+    std::cout << "    kernel-builder build of " << v["name"].get<std::string>() << ", version "
+              << v["version"].get<std::string>() << ", license " << v["license"].get<std::string>()
+              << ", backend " << v["backend"].get<std::string>() << ", archs"
+              << (archs.empty() ? " (any)" : archs) << "\n";
+    std::cout << "    ops in namespace " << v["op_namespace"].get<std::string>() << ", extension "
+              << (v["extension"].is_null() ? "none (Python only)"
+                                           : v["extension"].get<std::string>())
+              << (v["signed"].get<bool>() ? ", signed (metadata.json.sigstore)" : ", unsigned")
+              << "\n";
+    const json& digest = v["digest"];
+    if (digest.is_null()) {
+      std::cout << "    digest: none (its files cannot be checked)\n";
+    } else {
+      std::cout << "    digest: " << digest["algorithm"].get<std::string>() << " over "
+                << digest["files"].get<size_t>() << " files, "
+                << (digest["ok"].get<bool>() ? "every file matches" : "MISMATCH") << "\n";
+      for (const auto& problem : digest["problems"]) {
+        std::cout << "      - " << problem.get<std::string>() << "\n";
+      }
+    }
     return;
   }
   std::string archs;
@@ -112,10 +189,7 @@ int run_show(const std::vector<std::string>& args) {
   const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "show");
   const backplane::hub::Store store = open_store();
   const auto found = store.find(repo);
-  if (found.empty()) {
-    throw backplane::NotFound(repo.str() + " is not installed in the kernel store " +
-                              store.root().string());
-  }
+  if (found.empty()) store.locate(repo, std::nullopt);  // throws NotFound, naming where it looked
   const backplane::hub::TrustPolicy policy = backplane::hub::TrustPolicy::from_environment();
   json revisions = json::array();
   for (const auto& p : found) {
@@ -124,6 +198,8 @@ int run_show(const std::vector<std::string>& args) {
     revisions.push_back({{"revision", p.revision},
                          {"folder", p.folder.string()},
                          {"local", p.local},
+                         {"hf_cache", p.hf_cache},
+                         {"commit", p.commit.empty() ? json(nullptr) : json(p.commit)},
                          {"variants", variants}});
   }
   if (common.json) {
@@ -133,7 +209,7 @@ int run_show(const std::vector<std::string>& args) {
   for (const auto& r : revisions) {
     std::cout << repo.str() << "@" << r["revision"].get<std::string>() << " ("
               << r["folder"].get<std::string>() << (r["local"].get<bool>() ? ", local" : "")
-              << ")\n";
+              << (r["hf_cache"].get<bool>() ? ", Hugging Face cache" : "") << ")\n";
     for (const auto& v : r["variants"]) print_variant(v);
   }
   return kExitOk;

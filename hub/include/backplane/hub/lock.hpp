@@ -29,8 +29,11 @@ struct VariantDigest {
 };
 
 // Hashes every regular file under `variant_folder` (OpenSSL EVP SHA-256). A symbolic link or a
-// special file throws InvalidArgument naming it.
-BACKPLANE_API VariantDigest digest_variant(const std::filesystem::path& variant_folder);
+// special file throws InvalidArgument naming it; with `link_root` (a Hugging Face cache's
+// repository folder, InstalledPackage::link_root), links to files inside it are hashed as those
+// files.
+BACKPLANE_API VariantDigest digest_variant(const std::filesystem::path& variant_folder,
+                                           const std::filesystem::path& link_root = {});
 
 struct LockedVariant {
   std::string sha256;                        // the variant digest
@@ -40,16 +43,30 @@ struct LockedVariant {
 struct LockedRepo {
   std::string revision;
   std::map<std::string, LockedVariant> variants;  // by variant name
+  // From a lock in the `kernels` library's format: the locked commit (then `revision` is the
+  // same and `variants` is empty: such a lock pins a commit, and a kernel-builder build's own
+  // digest vouches for its files) and what was asked for ("v1" for version 1, or a revision).
+  std::string commit = {};
+  std::string requested = {};
 };
 
+// Two formats, read alike: this project's ({"format": 1, "kernels": {...}}, with every file's
+// hash) and the `kernels` library 0.17's kernels.lock ([{"dependency": {"repo-id", "version" |
+// "revision"}, "lock": {"commit"}}]).
 struct BACKPLANE_API LockFile {
+  enum class Format { kBackplane, kKernels };
+  Format format = Format::kBackplane;
   std::map<std::string, LockedRepo> repos;  // by "org/repo"
 
   const LockedRepo* find(const RepoId& repo) const;
-  // Throws InvalidArgument naming `source` (the file) and the field.
+  // Either format. Throws InvalidArgument naming `source` (the file) and the field; a repo the
+  // `kernels` format locks twice (two versions) is refused, since one process loads one.
   static LockFile parse(std::string_view text, const std::string& source);
   static LockFile read(const std::filesystem::path& file);
-  std::string dump() const;  // JSON text, keys sorted, one field per line
+  std::string dump() const;  // this project's format: JSON, keys sorted, one field per line
+  // The `kernels` library's format, as its KernelLocks.to_json writes it. Every repo needs a
+  // commit (LockedRepo::commit); throws InvalidArgument naming the one without.
+  std::string dump_kernels() const;
 };
 
 // The differences between a locked variant and the files there now, one line each, naming the

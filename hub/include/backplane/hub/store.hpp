@@ -49,6 +49,10 @@ struct InstalledPackage {
   std::filesystem::path folder;       // holds build/
   std::vector<std::string> variants;  // folder names under build/, sorted
   bool local = false;                 // from BACKPLANE_LOCAL_KERNELS
+  // From a Hugging Face cache (read-only: never installed into, removed or pruned): revision is
+  // the ref naming the snapshot ("main", "v1"), else its commit; commit is the snapshot's.
+  bool hf_cache = false;
+  std::string commit = {};
   // Where the variants' links may lead: empty (none may leave their folder), or the
   // repository's folder of a Hugging Face cache, whose snapshots link into its blobs/.
   std::filesystem::path link_root = {};
@@ -57,6 +61,9 @@ struct InstalledPackage {
 struct InstallOptions {
   std::optional<std::string> revision;  // default: kDefaultRevision
   bool replace = false;                 // replace an installed revision of the same repo
+  // The repository a kernel-builder package is installed as (its metadata names the kernel,
+  // not the repo); for this project's packages it must equal their repo_id when given.
+  std::optional<RepoId> repo = {};
 };
 
 struct LoadOptions {
@@ -77,28 +84,41 @@ struct ResolvedVariant {
   std::optional<std::string> variant;  // the chosen one; none: nothing fits
 };
 
+// The Hugging Face cache the `kernels` library downloads into: KERNELS_CACHE, else
+// HF_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else
+// ~/.cache/huggingface/hub (relative values ignored). Empty when none can be named.
+BACKPLANE_API std::filesystem::path default_hf_cache();
+
 class BACKPLANE_API Store {
  public:
-  explicit Store(std::filesystem::path root, LocalKernels local = {});
-  // default_store_root() and LocalKernels::from_environment().
+  // `hf_caches`: Hugging Face caches read beside the store (kernels--org--name/snapshots/...);
+  // the store's root is read in that layout too, so BACKPLANE_HUB_CACHE may be one.
+  explicit Store(std::filesystem::path root, LocalKernels local = {},
+                 std::vector<std::filesystem::path> hf_caches = {});
+  // default_store_root(), LocalKernels::from_environment() and default_hf_cache().
   static Store from_environment();
 
   const std::filesystem::path& root() const { return root_; }
   const LocalKernels& local() const { return local_; }
+  const std::vector<std::filesystem::path>& hf_caches() const { return hf_caches_; }
   std::filesystem::path folder(const RepoId& repo, const std::string& revision) const;
 
   // Installs a package from a folder or an archive holding build/<variant>/ (at the top, or in
   // one top-level folder). Every variant is checked first (name, metadata.json, library
-  // present, one repo_id for all); the package is unpacked or copied into a staging folder in
+  // present, one repo_id for all; a kernel-builder variant: its metadata, its digest over its
+  // files, one name for all, and options.repo given); the package is unpacked or copied into a
+  // staging folder in
   // the store and renamed into place, so a failed install leaves nothing behind. Throws
   // InvalidArgument for a bad package (naming the file), PackageError when the revision is
   // already installed and `replace` is not set.
   InstalledPackage install(const std::filesystem::path& folder_or_archive,
                            const InstallOptions& options = {}) const;
 
-  // Every installed revision and every local folder, sorted by repo then revision.
+  // Every installed revision, every revision in a Hugging Face cache, and every local folder,
+  // sorted by repo then revision.
   std::vector<InstalledPackage> list() const;
-  // The installed revisions of one repo (its local folder only, when it has one).
+  // The installed revisions of one repo, then its revisions in the Hugging Face caches (its
+  // local folder only, when it has one).
   std::vector<InstalledPackage> find(const RepoId& repo) const;
   // The revision used when none is asked: a local folder's; else "main" when installed; else
   // the only one installed. Throws NotFound (nothing installed, naming the store) or
@@ -137,6 +157,7 @@ class BACKPLANE_API Store {
  private:
   std::filesystem::path root_;
   LocalKernels local_;
+  std::vector<std::filesystem::path> hf_caches_;  // the root first, then the others
 };
 
 // Checks the lock and trust rules for a package that is about to load; throws as Store::load.
