@@ -45,6 +45,11 @@ expect_match("kernel-hub show backplane/rmsnorm" "${out}"
 run(${clean_env} ${prefix}/bin/kernel-hub resolve backplane/rmsnorm --device cpu --load)
 expect_match("kernel-hub resolve --load" "${out}" "rms_norm/rms_norm on cpu")
 message(STATUS "kernel-hub: the in-tree packages install into ${store} and load")
+# The Kernel Hub format (README "Kernel Hub packages from C++"): a kernel-builder package.
+if(EXISTS ${BUILD_DIR}/kernel-builder/backplane/activation)
+  run(${clean_env} ${prefix}/bin/kernel-hub install ${BUILD_DIR}/kernel-builder/backplane/activation
+      --repo kernels-demo/activation)
+endif()
 
 # 3. The snippets.
 run(${PYTHON} ${SOURCE_DIR}/tests/docs/extract_snippets.py ${snippets} ${SOURCE_DIR}/README.md

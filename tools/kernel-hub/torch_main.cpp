@@ -40,7 +40,6 @@ int run_torch_ops(const std::vector<std::string>& args) {
   }
   const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "ops");
   const backplane::hub::Store store = open_store();
-  const backplane::hub::SystemFacts facts = backplane::torch::system_facts();
   backplane::hub::LoadOptions options;
   if (!revision.empty()) options.revision = revision;
   options.trust = backplane::hub::TrustPolicy::from_environment();
@@ -50,27 +49,25 @@ int run_torch_ops(const std::vector<std::string>& args) {
     options.lock = &*lock;
     options.lock_source = lock_file;
   }
-  const backplane::hub::LoadedPackage checked = store.load(repo, facts, options);
-  if (checked.kernel_builder() == nullptr) {
-    throw backplane::InvalidArgument(repo.str() + " (" + checked.source().variant +
-                                     ") is a backplane package, not a Torch extension: its "
-                                     "kernels are listed by kernel-hub resolve --load");
-  }
-  backplane::torch::ExtensionLoadOptions load;
-  load.link_root = checked.source().link_root;
-  const auto ext = backplane::torch::TorchExtension::load(checked.source().folder, load);
+  const auto ext = backplane::torch::load_hub_extension(store, repo, options);
+  const std::string variant = ext->folder().filename().string();
+  // The revision loaded: the one asked, else the lock's, else the store's default.
+  const backplane::hub::LockedRepo* locked = lock ? lock->find(repo) : nullptr;
+  const std::string at = !revision.empty() ? revision
+                         : locked != nullptr ? locked->revision
+                                             : store.locate(repo, std::nullopt).revision;
   if (common.json) {
     std::cout << json{{"repo", repo.str()},
-                      {"revision", checked.source().revision},
-                      {"variant", checked.source().variant},
+                      {"revision", at},
+                      {"variant", variant},
                       {"library", ext->library().string()},
                       {"namespace", ext->metadata().id},
                       {"ops", ext->schemas()}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << repo.str() << "@" << checked.source().revision << " (" << checked.source().variant
-              << "): " << ext->schemas().size() << " ops in " << ext->metadata().id << "\n";
+    std::cout << repo.str() << "@" << at << " (" << variant << "): " << ext->schemas().size()
+              << " ops in " << ext->metadata().id << "\n";
     for (const std::string& schema : ext->schemas()) std::cout << "  " << schema << "\n";
   }
   return kExitOk;
@@ -87,7 +84,7 @@ const std::vector<Command>& torch_commands() {
 
 int main(int argc, char** argv) {
   backplane::tools::Tool tool;
-  tool.name = "kernel-hub ops";
+  tool.name = "kernel-hub";
   tool.commands = &kernel_hub::torch_commands();
   tool.help_footer = "Run through `kernel-hub ops`; exit codes as kernel-hub's.\n";
   return backplane::tools::run_tool(tool, argc, argv);

@@ -304,4 +304,19 @@ std::vector<c10::IValue> TorchExtension::call(std::string_view op,
                                   std::make_move_iterator(stack.end()));
 }
 
+std::shared_ptr<const TorchExtension> load_hub_extension(const hub::Store& store,
+                                                         const hub::RepoId& repo,
+                                                         const hub::LoadOptions& options,
+                                                         const c10::Device& device) {
+  const hub::LoadedPackage checked = store.load(repo, system_facts(device), options);
+  if (checked.kernel_builder() == nullptr) {
+    throw InvalidArgument(repo.str() + " (" + checked.source().variant +
+                          ") is a backplane plugin-ABI package, not a Torch extension: load it "
+                          "with hub::Store::load or use_kernels");
+  }
+  ExtensionLoadOptions load;
+  load.link_root = checked.source().link_root;
+  return TorchExtension::load(checked.source().folder, load);
+}
+
 }  // namespace backplane::torch

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <backplane/hub/kernel_builder.hpp>
+#include <backplane/hub/store.hpp>
 #include <backplane/hub/variant.hpp>
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -91,5 +92,14 @@ class TorchExtension {
   hub::KernelBuilderMetadata metadata_;
   std::vector<std::string> schemas_;
 };
+
+// A repository's kernel-builder Torch build from the store (or a Hugging Face cache beside it)
+// for this LibTorch on `device`: Store::load chooses the variant (system_facts(device)) and
+// checks it (the lock or trust rules of `options`, the digest), then TorchExtension::load opens
+// it. Throws as both; InvalidArgument when the variant is one of this project's plugin-ABI
+// packages, which hub::LayerKernels and Store::load take instead.
+std::shared_ptr<const TorchExtension> load_hub_extension(
+    const hub::Store& store, const hub::RepoId& repo, const hub::LoadOptions& options = {},
+    const c10::Device& device = c10::Device(c10::kCPU));
 
 }  // namespace backplane::torch
