@@ -130,6 +130,44 @@ TEST(HwprobeJson, LayerKernelsPerDeviceAndMode) {
   EXPECT_NE(text.out.find("Layer kernels"), std::string::npos) << text.out;
 }
 
+#ifdef HUB_PACKAGES_DIR
+// Built with the kernel hub: which build variant of each mapped Hub kernel a device would load,
+// with every decision's reason, as kernel-hub resolve gives them (the same hub::Store::resolve).
+TEST(HwprobeJson, SaysWhichVariantOfEachMappedKernelADeviceWouldLoad) {
+  const std::string rmsnorm = std::string(HUB_PACKAGES_DIR) + "/backplane/rmsnorm";
+  const std::map<std::string, std::string> env = {
+      {"BACKPLANE_HUB_CACHE", ::testing::TempDir() + "/hwprobe-empty-store"},
+      {"KERNELS_CACHE", ::testing::TempDir() + "/hwprobe-no-hf-cache"},
+      {"BACKPLANE_LOCAL_KERNELS", "backplane/rmsnorm=" + rmsnorm}};
+  const json j = parse_json(hwprobe({"--json", "--sim", "h100x8"}, env));
+  ASSERT_TRUE(j.contains("hub_variants")) << j.dump(2);
+  const json* cpu_rmsnorm = nullptr;
+  const json* cuda_rmsnorm = nullptr;
+  for (const json& row : j["hub_variants"]) {
+    if (row["repo"] == "backplane/rmsnorm" && row["device"] == "cpu") cpu_rmsnorm = &row;
+    if (row["repo"] == "backplane/rmsnorm" && row["device"] == "cuda:0") cuda_rmsnorm = &row;
+    if (row["repo"] == "backplane/activation") {
+      EXPECT_NE(row["error"].get<std::string>().find("is not installed"), std::string::npos);
+    }
+  }
+  ASSERT_NE(cpu_rmsnorm, nullptr);
+  EXPECT_EQ(cpu_rmsnorm->at("revision"), "local");
+  EXPECT_EQ(cpu_rmsnorm->at("variant").get<std::string>().find("cpu"), 6u) << *cpu_rmsnorm;
+  // A simulated GPU reports no driver version: every CUDA build is refused, saying why.
+  ASSERT_NE(cuda_rmsnorm, nullptr);
+  EXPECT_TRUE(cuda_rmsnorm->at("variant").is_null());
+  bool refused_cuda = false;
+  for (const json& d : cuda_rmsnorm->at("decisions")) {
+    if (d["refused_by"] == "backend_version") refused_cuda = true;
+  }
+  EXPECT_TRUE(refused_cuda) << *cuda_rmsnorm;
+  const ProcessResult text = hwprobe({"--sim", "h100x8"}, env);
+  EXPECT_NE(text.out.find("Layer kernel packages (the build variant each device would load)"),
+            std::string::npos)
+      << text.out;
+}
+#endif
+
 TEST(HwprobeText, ShowsBackendsDevicesAndPlugins) {
   const ProcessResult r = hwprobe({});
   ASSERT_EQ(r.exit_code, 0) << r.err;

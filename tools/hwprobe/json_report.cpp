@@ -142,6 +142,9 @@ json runtime_json(const backplane::Runtime& runtime) {
       {"devices", devices},
       {"kernels", kernels},
       {"layer_kernels", layer_kernels_json(runtime)},
+#ifdef HWPROBE_WITH_HUB
+      {"hub_variants", hub_variants_json(runtime)},
+#endif
   };
 }
 

@@ -15,7 +15,14 @@ nlohmann::json kernel_json(const backplane::KernelInfo& kernel);
 // the layer in inference and in training mode: [{device, layer, inference, training}], each
 // mode {kernel, source, matched_mode} or {kernel: null, reason}.
 nlohmann::json layer_kernels_json(const backplane::Runtime& runtime);
-// {backplane_version, abi_version, plugins, backends, devices, kernels, layer_kernels}
+#ifdef HWPROBE_WITH_HUB
+// Per device, each Hub kernel repo the default mapping names (hub_variants.cpp): the revision
+// and build variant the store would load for that device and every decision with its reason,
+// as kernel-hub resolve prints them: [{device, repo, revision, variant, decisions, error}].
+nlohmann::json hub_variants_json(const backplane::Runtime& runtime);
+#endif
+// {backplane_version, abi_version, plugins, backends, devices, kernels, layer_kernels} and, built
+// with the kernel hub, hub_variants.
 nlohmann::json runtime_json(const backplane::Runtime& runtime);
 // {search_path, plugins}
 nlohmann::json plugins_json(const backplane::Runtime& runtime);

@@ -139,6 +139,34 @@ void print_runtime(std::ostream& out, const backplane::Runtime& runtime) {
   }
   if (layers.size() == 1) layers.push_back({"(none)", "", "", "", ""});
   print_table(out, layers);
+#ifdef HWPROBE_WITH_HUB
+  // The variant of each of those kernels' packages, chosen and refused as kernel-hub resolve
+  // says it.
+  out << "\nLayer kernel packages (the build variant each device would load)\n";
+  std::vector<Row> packages{{"DEVICE", "REPO", "VARIANT", "WHY"}};
+  for (const auto& row : hub_variants_json(runtime)) {
+    const std::string device = row["device"], repo = row["repo"];
+    if (!row["error"].is_null()) {
+      packages.push_back({device, repo, "-", row["error"].get<std::string>()});
+      continue;
+    }
+    const std::string at = repo + "@" + row["revision"].get<std::string>();
+    if (row["variant"].is_null()) packages.push_back({device, at, "-", "no variant fits:"});
+    for (const auto& d : row["decisions"]) {
+      const bool chosen = d["accepted"].get<bool>() && d["variant"] == row["variant"];
+      if (chosen) {
+        packages.push_back(
+            {device, at, d["variant"].get<std::string>(), d["reason"].get<std::string>()});
+      } else {
+        packages.push_back(
+            {"", "", (d["accepted"].get<bool>() ? "+ " : "- ") + d["variant"].get<std::string>(),
+             d["reason"].get<std::string>()});
+      }
+    }
+  }
+  if (packages.size() == 1) packages.push_back({"(none)", "", "", ""});
+  print_table(out, packages);
+#endif
 
   out << "\nPlugins\n";
   std::vector<Row> plugins{{"NAME", "VERSION", "ABI", "LIBRARY", "STATUS"}};

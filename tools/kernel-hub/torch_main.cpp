@@ -53,7 +53,7 @@ int run_torch_ops(const std::vector<std::string>& args) {
   const std::string variant = ext->folder().filename().string();
   // The revision loaded: the one asked, else the lock's, else the store's default.
   const backplane::hub::LockedRepo* locked = lock ? lock->find(repo) : nullptr;
-  const std::string at = !revision.empty() ? revision
+  const std::string at = !revision.empty()   ? revision
                          : locked != nullptr ? locked->revision
                                              : store.locate(repo, std::nullopt).revision;
   if (common.json) {
