@@ -2,7 +2,12 @@
 
 #include <backplane/error.hpp>
 
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
+#include <system_error>
+#include <vector>
 
 namespace backplane::hub::detail {
 
@@ -32,6 +37,23 @@ std::string Digester::finish() {
     throw Error("OpenSSL digest final failed");
   }
   return std::string(reinterpret_cast<const char*>(digest.data()), size);
+}
+
+uint64_t stream_file(int fd, const std::string& name,
+                     const std::function<void(const char*, size_t)>& chunk) {
+  std::vector<char> buffer(1 << 16);
+  uint64_t total = 0;
+  while (true) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw InvalidArgument(name + ": " +
+                            std::error_code(errno, std::generic_category()).message());
+    }
+    if (n == 0) return total;
+    chunk(buffer.data(), static_cast<size_t>(n));
+    total += static_cast<uint64_t>(n);
+  }
 }
 
 std::string hex(std::string_view bytes) {

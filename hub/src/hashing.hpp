@@ -5,6 +5,8 @@
 #include <openssl/evp.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +27,11 @@ class Digester {
   };
   std::unique_ptr<EVP_MD_CTX, ContextDeleter> context_;
 };
+
+// Reads `fd` (an open file, left open) to its end, giving each chunk to `chunk`; returns the
+// bytes read. A read error throws InvalidArgument naming `name`.
+uint64_t stream_file(int fd, const std::string& name,
+                     const std::function<void(const char*, size_t)>& chunk);
 
 std::string hex(std::string_view bytes);     // lowercase
 std::string base64(std::string_view bytes);  // RFC 4648, with padding

@@ -55,16 +55,12 @@ std::string hash_file(const fs::path& file, std::string_view algorithm) {
     throw InvalidArgument(file.string() + ": " +
                           std::error_code(errno, std::generic_category()).message());
   }
-  std::vector<char> buffer(1 << 16);
-  while (true) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      const std::string reason = std::error_code(errno, std::generic_category()).message();
-      ::close(fd);
-      throw InvalidArgument(file.string() + ": " + reason);
-    }
-    if (n == 0) break;
-    digester.update(buffer.data(), static_cast<size_t>(n));
+  try {
+    detail::stream_file(fd, file.string(),
+                        [&](const char* data, size_t size) { digester.update(data, size); });
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
   return detail::base64(digester.finish());

@@ -48,19 +48,15 @@ uint64_t hash_file(const fs::path& file, std::string path, Sha256& own, Sha256& 
   path += std::to_string(size);
   path += '\0';
   variant.update(path);
-  std::vector<char> buffer(1 << 16);
   uint64_t read_bytes = 0;
-  while (true) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      const std::string reason = std::error_code(errno, std::generic_category()).message();
-      ::close(fd);
-      throw InvalidArgument(file.string() + ": " + reason);
-    }
-    if (n == 0) break;
-    own.update(buffer.data(), static_cast<size_t>(n));
-    variant.update(buffer.data(), static_cast<size_t>(n));
-    read_bytes += static_cast<uint64_t>(n);
+  try {
+    read_bytes = detail::stream_file(fd, file.string(), [&](const char* data, size_t n) {
+      own.update(data, n);
+      variant.update(data, n);
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
   if (read_bytes != size) {

@@ -9,8 +9,13 @@ from torch import nn
 from ._ops import ops
 
 
-def _out(x: torch.Tensor) -> torch.Tensor:
-    return torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype, device=x.device)
+def _gated(op, x: torch.Tensor) -> torch.Tensor:
+    """act(x[..., :d]) * x[..., d:] into a new [..., d] tensor through `op`(out, x)."""
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    out = torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype, device=x.device)
+    op(out, x)
+    return out
 
 
 class SiluAndMul(nn.Module):
@@ -18,11 +23,7 @@ class SiluAndMul(nn.Module):
     has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.stride(-1) != 1:
-            x = x.contiguous()
-        out = _out(x)
-        ops.silu_and_mul(out, x)
-        return out
+        return _gated(ops.silu_and_mul, x)
 
 
 class GeluAndMul(nn.Module):
@@ -30,11 +31,7 @@ class GeluAndMul(nn.Module):
     has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.stride(-1) != 1:
-            x = x.contiguous()
-        out = _out(x)
-        ops.gelu_and_mul(out, x)
-        return out
+        return _gated(ops.gelu_and_mul, x)
 
 
 class GeluTanhAndMul(nn.Module):
@@ -42,11 +39,7 @@ class GeluTanhAndMul(nn.Module):
     has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.stride(-1) != 1:
-            x = x.contiguous()
-        out = _out(x)
-        ops.gelu_tanh_and_mul(out, x)
-        return out
+        return _gated(ops.gelu_tanh_and_mul, x)
 
 
 __all__ = ["GeluAndMul", "GeluTanhAndMul", "SiluAndMul"]
