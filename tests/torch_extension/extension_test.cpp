@@ -313,5 +313,50 @@ TEST(TorchExtensionLayers, UseKernelsBindsKernelBuilderLayers) {
   EXPECT_EQ(composite.find("::rms_norm: "), std::string::npos) << composite;
 }
 
+// Training mode binds a kernel-builder layer whose build registers its backward op (the layer
+// table's rms_norm_backward): the layer's forward runs the build's rms_norm.
+TEST(TorchExtensionLayers, TrainingBindsALayerWhoseBuildHasItsBackwardOp) {
+  const TempFolder tmp;
+  const fs::path variant = tmp.path() / "pkg" / "build" / KB_VARIANT;
+  fs::create_directories(variant);
+  const std::string id = "_rmsnorm_backward_test_0000000";
+  fs::copy_file(BACKWARD_EXTENSION, variant / (id + ".abi3.so"));
+  std::ofstream(variant / "__init__.py") << "# a C++ test's build\n";
+  const hub::KernelBuilderDigest digest =
+      hub::hash_kernel_builder_variant(variant, "sha256", variant);
+  std::ofstream(variant / "metadata.json")
+      << nlohmann::json{{"name", "rmsnorm-backward-test"},
+                        {"id", id},
+                        {"version", 1},
+                        {"license", "MIT"},
+                        {"backend", {{"type", "cpu"}}},
+                        {"python-depends", nlohmann::json::array()},
+                        {"digest", {{"algorithm", "sha256"}, {"files", digest.files}}}}
+             .dump();
+
+  RuntimeOptions runtime_options;
+  runtime_options.plugin_path = std::vector<fs::path>{PLUGIN_BUILD_DIR};
+  runtime_options.only_plugins = std::vector<std::string>{"cpu"};
+  runtime_options.log_sink = [](LogLevel, const std::string&) {};
+  const Runtime runtime = Runtime::open(runtime_options);
+  hub::UseKernelsOptions options;
+  options.user_mapping = parse_kernel_config(
+      nlohmann::json{{"RMSNorm", (tmp.path() / "pkg").string() + ":RMSNorm"}}, {"cpu"});
+  options.inherit_mapping = false;
+  options.mode = KernelMode::training();
+  options.system = system_facts();
+  const hub::Store store(fs::temp_directory_path() / "backplane-unused-store");
+  auto kernels = std::make_shared<hub::LayerKernels>(
+      hub::LayerKernels::use_kernels(runtime, Device("cpu"), store, options));
+  ASSERT_NE(kernels->find("RMSNorm"), nullptr) << kernels->reason("RMSNorm");
+
+  const auto ext = TorchExtension::load(variant);
+  ASSERT_TRUE(ext->has_op("rms_norm_backward"));
+  const int64_t before = ext->call("calls", {}).front().toInt();
+  const at::Tensor x = at::randn({3, 32}), w = 1 + 0.1 * at::randn({32});
+  EXPECT_TRUE(at::allclose(RMSNorm(w, 1e-6, kernels)(x), RMSNorm(w, 1e-6)(x), 1e-5, 1e-5));
+  EXPECT_EQ(ext->call("calls", {}).front().toInt(), before + 1);  // the build's op ran
+}
+
 }  // namespace
 }  // namespace backplane::torch
