@@ -265,6 +265,17 @@ std::vector<std::string> digest_violations(const KernelBuilderDigest& expected,
   return out;
 }
 
+std::vector<std::string> kernel_builder_digest_problems(const fs::path& variant_folder,
+                                                        const KernelBuilderDigest& digest,
+                                                        const fs::path& link_root) {
+  try {
+    return digest_violations(
+        digest, hash_kernel_builder_variant(variant_folder, digest.algorithm, link_root));
+  } catch (const Error& e) {
+    return {e.what()};
+  }
+}
+
 void verify_kernel_builder_variant(const fs::path& variant_folder,
                                    const KernelBuilderMetadata& metadata,
                                    const fs::path& link_root) {

@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ void add_common_options(boost::program_options::options_description& description
 // The store of BACKPLANE_HUB_CACHE (or the default) with BACKPLANE_LOCAL_KERNELS; lock and
 // verify use it without the local folders (a lock records installed packages).
 backplane::hub::Store open_store(bool with_local_kernels = true);
+
+// Load options with the trust of BACKPLANE_TRUSTED_KERNELS and, when `lock_file` is given, that
+// lock (read into `lock`, which must outlive the options).
+backplane::hub::LoadOptions trusted_load_options(const std::string& lock_file,
+                                                 std::optional<backplane::hub::LockFile>& lock);
 
 // Exactly one positional word, or a usage error naming what was expected.
 std::string single_word(const boost::program_options::variables_map& vm, const char* what);

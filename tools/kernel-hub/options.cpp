@@ -21,6 +21,18 @@ backplane::hub::Store open_store(bool with_local_kernels) {
                                {backplane::hub::default_hf_cache()});
 }
 
+backplane::hub::LoadOptions trusted_load_options(const std::string& lock_file,
+                                                 std::optional<backplane::hub::LockFile>& lock) {
+  backplane::hub::LoadOptions options;
+  options.trust = backplane::hub::TrustPolicy::from_environment();
+  if (!lock_file.empty()) {
+    lock = backplane::hub::LockFile::read(lock_file);
+    options.lock = &*lock;
+    options.lock_source = lock_file;
+  }
+  return options;
+}
+
 std::string single_word(const po::variables_map& vm, const char* what) {
   const std::vector<std::string> words = positional_words(vm, "words");
   if (words.size() != 1) {

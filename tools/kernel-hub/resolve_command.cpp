@@ -96,15 +96,9 @@ int run_resolve(const std::vector<std::string>& args) {
   std::optional<backplane::hub::LoadedPackage> loaded;
   std::optional<backplane::hub::LockFile> lock;
   if (load && resolved.variant) {
-    backplane::hub::LoadOptions options;
+    backplane::hub::LoadOptions options = trusted_load_options(lock_file, lock);
     options.revision = resolved.package.revision;
-    options.trust = backplane::hub::TrustPolicy::from_environment();
     options.device = &info;
-    if (!lock_file.empty()) {
-      lock = backplane::hub::LockFile::read(lock_file);
-      options.lock = &*lock;
-      options.lock_source = lock_file;
-    }
     loaded = store.load(repo, system, options);
   }
 

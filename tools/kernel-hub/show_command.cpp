@@ -57,14 +57,8 @@ void kernel_builder_json(const backplane::hub::InstalledPackage& p, const std::s
   j["signed"] = std::filesystem::is_regular_file(folder / "metadata.json.sigstore", ec);
   json digest = nullptr;
   if (m.digest) {
-    std::vector<std::string> problems;
-    try {
-      problems = backplane::hub::digest_violations(
-          *m.digest, backplane::hub::hash_kernel_builder_variant(
-                         folder, m.digest->algorithm, p.link_root.empty() ? folder : p.link_root));
-    } catch (const backplane::Error& e) {
-      problems.push_back(e.what());
-    }
+    const std::vector<std::string> problems = backplane::hub::kernel_builder_digest_problems(
+        folder, *m.digest, p.link_root.empty() ? folder : p.link_root);
     digest = {{"algorithm", m.digest->algorithm},
               {"files", m.digest->files.size()},
               {"ok", problems.empty()},

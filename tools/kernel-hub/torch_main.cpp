@@ -40,15 +40,9 @@ int run_torch_ops(const std::vector<std::string>& args) {
   }
   const auto repo = backplane::hub::RepoId::parse(single_word(vm, "org/repo"), "ops");
   const backplane::hub::Store store = open_store();
-  backplane::hub::LoadOptions options;
-  if (!revision.empty()) options.revision = revision;
-  options.trust = backplane::hub::TrustPolicy::from_environment();
   std::optional<backplane::hub::LockFile> lock;
-  if (!lock_file.empty()) {
-    lock = backplane::hub::LockFile::read(lock_file);
-    options.lock = &*lock;
-    options.lock_source = lock_file;
-  }
+  backplane::hub::LoadOptions options = trusted_load_options(lock_file, lock);
+  if (!revision.empty()) options.revision = revision;
   const auto ext = backplane::torch::load_hub_extension(store, repo, options);
   const std::string variant = ext->folder().filename().string();
   // The revision loaded: the one asked, else the lock's, else the store's default.

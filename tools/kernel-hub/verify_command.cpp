@@ -23,10 +23,8 @@ std::vector<std::string> digest_problems(const backplane::hub::InstalledPackage&
     const auto m = backplane::hub::read_kernel_builder_metadata(folder);
     if (!m.digest) return {folder.string() + ": metadata.json has no digest"};
     std::vector<std::string> out;
-    for (const std::string& v : backplane::hub::digest_violations(
-             *m.digest,
-             backplane::hub::hash_kernel_builder_variant(
-                 folder, m.digest->algorithm, p.link_root.empty() ? folder : p.link_root))) {
+    for (const std::string& v : backplane::hub::kernel_builder_digest_problems(
+             folder, *m.digest, p.link_root.empty() ? folder : p.link_root)) {
       out.push_back(folder.string() + ": " + v);
     }
     return out;

@@ -3,6 +3,7 @@
 #include <backplane/error.hpp>
 #include <backplane/hub/errors.hpp>
 #include <backplane/torch/extension.hpp>
+#include <backplane/warnings.hpp>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -75,6 +76,10 @@ void check_built_for_this_torch(const fs::path& folder) {
   try {
     variant = hub::BuildVariant::parse(name);
   } catch (const InvalidArgument&) {
+    // Never silently: nothing here can tell which LibTorch such a build links against.
+    tell_warning({}, folder.string() + ": the folder's name (" + name +
+                         ") is not a build variant, so the LibTorch it was built for cannot be "
+                         "checked before it is loaded; name it torchXY-... as kernel-builder does");
     return;
   }
   if (variant.framework.empty()) {
@@ -270,9 +275,9 @@ c10::OperatorHandle TorchExtension::handle(std::string_view op) const {
 
 std::vector<c10::IValue> TorchExtension::call(std::string_view op,
                                               std::vector<c10::IValue> arguments) const {
-  const std::optional<c10::OperatorHandle> handle = this->handle(op);
+  const c10::OperatorHandle handle = this->handle(op);
   const std::string shown = metadata_.id + "::" + std::string(op);
-  const c10::FunctionSchema& schema = handle->schema();
+  const c10::FunctionSchema& schema = handle.schema();
   const std::vector<c10::Argument>& parameters = schema.arguments();
   if (arguments.size() > parameters.size()) {
     throw InvalidArgument(shown + ": takes " + std::to_string(parameters.size()) +
@@ -296,7 +301,7 @@ std::vector<c10::IValue> TorchExtension::call(std::string_view op,
   ::torch::jit::Stack stack(std::make_move_iterator(arguments.begin()),
                             std::make_move_iterator(arguments.end()));
   try {
-    handle->callBoxed(stack);
+    handle.callBoxed(stack);
   } catch (const c10::Error& e) {
     throw InvalidArgument(shown + ": " + first_line(e.what_without_backtrace()));
   }

@@ -29,23 +29,36 @@ Fn function_of(const hub::BoundLayerKernel& bound) {
   return reinterpret_cast<Fn>(bound.kernel.function);
 }
 
-// The extension of a kernel-builder binding, opened on first use (its digest checked again,
-// now that LibTorch is there to open it), then found by its folder on every call.
-std::shared_ptr<const TorchExtension> extension_of(const hub::BoundLayerKernel& bound) {
+// A kernel-builder binding's extension, opened on first use (its digest checked again, now that
+// LibTorch is there to open it), and whether it has the layer's backward op; both found by the
+// folder and op on every later call.
+struct OpenedLayer {
+  std::shared_ptr<const TorchExtension> extension;
+  bool has_backward = false;
+};
+
+const OpenedLayer& opened_layer(const hub::BoundLayerKernel& bound) {
   static std::mutex mutex;
-  static auto* opened = new std::map<std::string, std::shared_ptr<const TorchExtension>>();
+  static auto* opened = new std::map<std::string, OpenedLayer>();  // lives to the end
   const std::string key = bound.torch_extension.string() + '\n' + bound.torch_layer->op;
   const std::lock_guard<std::mutex> lock(mutex);
   if (auto it = opened->find(key); it != opened->end()) return it->second;
   ExtensionLoadOptions options;
   options.link_root = bound.torch_link_root;
-  auto ext = TorchExtension::load(bound.torch_extension, options);
-  if (!ext->has_op(bound.torch_layer->op)) {
+  OpenedLayer layer;
+  layer.extension = TorchExtension::load(bound.torch_extension, options);
+  if (!layer.extension->has_op(bound.torch_layer->op)) {
     throw InvalidArgument(bound.layer + ": the kernel-builder build " +
                           bound.torch_extension.string() + " has no op " + bound.torch_layer->op +
                           ", which its layer " + bound.torch_layer->layer + " calls");
   }
-  return opened->emplace(key, std::move(ext)).first->second;
+  const char* backward = bound.torch_layer->backward_op;
+  layer.has_backward = backward != nullptr && layer.extension->has_op(backward);
+  return opened->emplace(key, std::move(layer)).first->second;
+}
+
+const TorchExtension& extension_of(const hub::BoundLayerKernel& bound) {
+  return *opened_layer(bound).extension;
 }
 
 }  // namespace
@@ -54,8 +67,7 @@ const hub::BoundLayerKernel* KernelLayer::torch_kernel_for(const at::Tensor& inp
   const hub::BoundLayerKernel* bound = kernel_for(input);
   if (bound == nullptr || bound->torch_extension.empty()) return nullptr;
   const char* backward = bound->torch_layer->backward_op;
-  if (kernels_->mode().is_training() && backward != nullptr &&
-      !extension_of(*bound)->has_op(backward)) {
+  if (kernels_->mode().is_training() && backward != nullptr && !opened_layer(*bound).has_backward) {
     tell_warning({}, "layer `" + bound->layer + "`: the kernel-builder build " +
                          bound->torch_extension.string() + " has no " + backward +
                          " op, so its kernel has no backward; using the original forward in "
@@ -95,7 +107,7 @@ at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
   if (const hub::BoundLayerKernel* k = torch_kernel_for(x)) {
     const at::Tensor input = last_dim_contiguous(x);
     at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
-    extension_of(*k)->call(k->torch_layer->op, {out, input, weight_, eps_});
+    extension_of(*k).call(k->torch_layer->op, {out, input, weight_, eps_});
     return out;
   }
   if (const hub::BoundLayerKernel* k = native_kernel_for(x)) {
@@ -156,7 +168,7 @@ at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
     std::vector<int64_t> shape = input.sizes().vec();
     shape.back() = d;
     at::Tensor out = at::empty(shape, input.options());
-    extension_of(*k)->call(k->torch_layer->op, {out, input});
+    extension_of(*k).call(k->torch_layer->op, {out, input});
     return out;
   }
   if (const hub::BoundLayerKernel* k = native_kernel_for(x)) {
@@ -200,7 +212,7 @@ void RotaryEmbedding::operator()(at::Tensor& q, at::Tensor& k, const at::Tensor&
                                  const at::Tensor& sin) const {
   if (const hub::BoundLayerKernel* bound = torch_kernel_for(q);
       bound != nullptr && q.stride(-1) == 1 && k.stride(-1) == 1) {
-    extension_of(*bound)->call(bound->torch_layer->op, {q, k, cos, sin, interleaved_});
+    extension_of(*bound).call(bound->torch_layer->op, {q, k, cos, sin, interleaved_});
     return;
   }
   const hub::BoundLayerKernel* kernel = native_kernel_for(q);

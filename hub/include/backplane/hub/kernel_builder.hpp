@@ -77,6 +77,13 @@ hash_kernel_builder_variant(const std::filesystem::path& variant_folder, std::st
 BACKPLANE_API std::vector<std::string> digest_violations(const KernelBuilderDigest& expected,
                                                          const KernelBuilderDigest& actual);
 
+// What differs between the folder and `digest` (digest_violations of a fresh hash), or, when it
+// cannot be hashed (a link out of `link_root`, an unreadable file), why: one line each, empty
+// when every file matches. For reports that list problems rather than stop at the first.
+BACKPLANE_API std::vector<std::string> kernel_builder_digest_problems(
+    const std::filesystem::path& variant_folder, const KernelBuilderDigest& digest,
+    const std::filesystem::path& link_root);
+
 // Checks the folder against its metadata's digest; throws IntegrityError naming the variant
 // and every violation, or when the metadata has no digest.
 BACKPLANE_API void verify_kernel_builder_variant(const std::filesystem::path& variant_folder,

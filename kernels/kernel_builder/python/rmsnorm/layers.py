@@ -8,21 +8,9 @@ this forward to the original module; it has no __init__ and no state of its own.
 import torch
 from torch import nn
 
-from ._ops import add_op_namespace_prefix, ops
+from ._ops import KERNEL_DTYPES, kernel_devices, ops
 
-_KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-
-
-def _devices(op_name):
-    """The device types this build's ops run on: cpu, and cuda in a cuda variant (whose
-    extension registers CUDA implementations too)."""
-    has_kernel = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", None)
-    if has_kernel is not None and has_kernel(add_op_namespace_prefix(op_name), "CUDA"):
-        return ("cpu", "cuda")
-    return ("cpu",)
-
-
-_DEVICES = _devices("rms_norm")
+_DEVICES = kernel_devices("rms_norm")
 
 
 class RMSNorm(nn.Module):
@@ -45,7 +33,7 @@ class RMSNorm(nn.Module):
         epsilon = float(self.variance_epsilon)
         x = hidden_states
         if (x.device.type not in _DEVICES or weight.device != x.device
-                or x.dtype not in _KERNEL_DTYPES
+                or x.dtype not in KERNEL_DTYPES
                 or x.dim() == 0 or weight.dim() != 1 or weight.shape[0] != x.shape[-1]):
             input_dtype = x.dtype
             normed = x.to(torch.float32)

@@ -9,21 +9,9 @@ forward has the function's signature after self.
 import torch
 from torch import nn
 
-from ._ops import add_op_namespace_prefix, ops
+from ._ops import KERNEL_DTYPES, kernel_devices, ops
 
-_KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-
-
-def _devices(op_name):
-    """The device types this build's ops run on: cpu, and cuda in a cuda variant (whose
-    extension registers CUDA implementations too)."""
-    has_kernel = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", None)
-    if has_kernel is not None and has_kernel(add_op_namespace_prefix(op_name), "CUDA"):
-        return ("cpu", "cuda")
-    return ("cpu",)
-
-
-_DEVICES = _devices("rotary_embedding")
+_DEVICES = kernel_devices("rotary_embedding")
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -52,7 +40,7 @@ def _kernel_layout(q, k, cos, sin, unsqueeze_dim):
     dtype = torch.promote_types(torch.promote_types(q.dtype, cos.dtype), sin.dtype)
     if torch.promote_types(torch.promote_types(k.dtype, cos.dtype), sin.dtype) != dtype:
         return None
-    if dtype not in _KERNEL_DTYPES:
+    if dtype not in KERNEL_DTYPES:
         return None
     seq_dim = 2 if unsqueeze_dim in (1, -3) else 1
     head_dim = q.shape[-1]

@@ -50,7 +50,8 @@ class TorchExtension {
  public:
   // Checks the variant folder and loads its extension: a Torch build for this LibTorch (the
   // folder's torchXY and C++ ABI tag, or stable-ABI version, refused before anything opens,
-  // naming both versions), its metadata.json, the digest, an ELF shared library for this
+  // naming both versions; a folder whose name is not a variant is loaded with a warning that
+  // this cannot be checked), its metadata.json, the digest, an ELF shared library for this
   // machine; then dlopen (RTLD_NOW | RTLD_LOCAL) and the ops it registered under metadata.id,
   // at least one. Throws hub::PackageError, hub::IntegrityError or InvalidArgument naming the
   // folder and why; the process goes on. The library stays loaded for the life of the process
