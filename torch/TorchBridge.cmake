@@ -12,7 +12,9 @@ function(backplane_add_torch_bridge name)
   add_library(${name} STATIC
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/attention.cpp
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/device.cpp
-    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/dlpack.cpp)
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/dlpack.cpp
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/output.cpp
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/output_blocks.cpp)
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${BACKPLANE_TORCH_BRIDGE_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

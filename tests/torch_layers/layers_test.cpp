@@ -3,10 +3,12 @@
 #include <backplane/backplane.hpp>
 #include <backplane/hub/use_kernels.hpp>
 #include <backplane/torch/layers.hpp>
+#include <backplane/torch/output.hpp>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 
@@ -138,6 +140,84 @@ TEST_F(TorchLayersTest, BadInputIsAClearError) {
   } catch (const backplane::InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("RMSNorm kernel: "), std::string::npos) << e.what();
   }
+}
+
+// forward_out writes the same values as the allocating call into the caller's tensor, with or
+// without a kernel bound; RMSNorm also in place.
+TEST_F(TorchLayersTest, ForwardOutWritesTheCallersTensor) {
+  at::manual_seed(3);
+  const at::Tensor w = 1 + 0.1 * at::randn({64});
+  const at::Tensor x = at::randn({4, 64}), gated = at::randn({4, 128});
+  for (const bool bound : {true, false}) {
+    SCOPED_TRACE(bound ? "kernel" : "composite");
+    const backplane::torch::RMSNorm norm(w, 1e-6, bound ? kernels : nullptr);
+    const backplane::torch::SiluAndMul act(bound ? kernels : nullptr);
+    at::Tensor out = at::full({4, 64}, 7.0);
+    EXPECT_EQ(&norm.forward_out(x, out), &out);
+    EXPECT_LT(relative_error(out, norm(x)), 1e-6);
+    at::Tensor act_out = at::full({4, 64}, 7.0);
+    act.forward_out(gated, act_out);
+    EXPECT_LT(relative_error(act_out, act(gated)), 1e-6);
+    at::Tensor in_place = x.clone();
+    norm.forward_out(in_place, in_place);
+    EXPECT_LT(relative_error(in_place, norm(x)), 1e-6);
+  }
+}
+
+TEST_F(TorchLayersTest, ForwardOutRefusesAnOutItCannotWrite) {
+  const backplane::torch::RMSNorm norm(at::ones({64}), 1e-6, kernels);
+  const backplane::torch::SiluAndMul act(kernels);
+  const at::Tensor x = at::randn({4, 64});
+  const auto message = [](const auto& call) {
+    try {
+      call();
+    } catch (const backplane::InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  at::Tensor wrong_shape = at::empty({4, 63}), wrong_dtype = at::empty({4, 64}, at::kDouble),
+             strided = at::empty({64, 4}).t(), undefined;
+  EXPECT_EQ(message([&] { norm.forward_out(x, wrong_shape); }),
+            "RMSNorm: out has shape [4, 63], expected [4, 64]");
+  EXPECT_EQ(message([&] { norm.forward_out(x, wrong_dtype); }),
+            "RMSNorm: out is Double, expected x's dtype Float");
+  EXPECT_EQ(message([&] { norm.forward_out(x, strided); }),
+            "RMSNorm: out must be contiguous (the kernels write whole rows)");
+  EXPECT_EQ(message([&] { norm.forward_out(x, undefined); }),
+            "RMSNorm: out is an undefined tensor; pass a tensor of shape [4, 64]");
+  at::Tensor gated = at::randn({4, 64});
+  EXPECT_EQ(message([&] { act.forward_out(gated, gated); }),
+            "SiluAndMul: out has shape [4, 64], expected [4, 32]");
+  at::Tensor half = gated.narrow(-1, 0, 32);
+  EXPECT_EQ(message([&] { act.forward_out(gated, half); }),
+            "SiluAndMul: out must be contiguous (the kernels write whole rows)");
+}
+
+// A large output comes from the output cache: the second call of the same size reuses the block
+// the first call's output gave back, and the values are the kernel's.
+TEST_F(TorchLayersTest, LargeOutputsReuseTheBlockOfTheLastCall) {
+  const backplane::torch::RMSNorm with(at::ones({1024}), 1e-6, kernels), without(at::ones({1024}), 1e-6);
+  const at::Tensor x = at::randn({1024, 1024});  // 4 MiB of output
+  const void* first_block = nullptr;
+  {
+    const at::Tensor first = with(x);
+    first_block = first.data_ptr();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first_block) % (2u << 20), 0u);
+  }
+  const backplane::torch::OutputCacheStats before = backplane::torch::output_cache_stats();
+  EXPECT_GE(before.cached_bytes, 4u << 20);
+  const at::Tensor second = with(x);
+  const backplane::torch::OutputCacheStats after = backplane::torch::output_cache_stats();
+  EXPECT_EQ(second.data_ptr(), first_block);
+  EXPECT_EQ(after.reused, before.reused + 1);
+  EXPECT_TRUE(second.is_contiguous());
+  EXPECT_LT(relative_error(second, without(x)), 1e-5);
+  // A small output is LibTorch's own.
+  EXPECT_EQ(with(at::randn({4, 1024})).sizes(), (at::IntArrayRef{4, 1024}));
+  EXPECT_EQ(backplane::torch::output_cache_stats().reused, after.reused);
+  backplane::torch::trim_output_cache();
+  EXPECT_EQ(backplane::torch::output_cache_stats().cached_bytes, 0u);
 }
 
 // The end-to-end check: one Llama-style block, with use_kernels (layer kernels and backplane's

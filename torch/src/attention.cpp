@@ -5,8 +5,8 @@
 #include <backplane/torch/attention.hpp>
 #include <backplane/torch/device.hpp>
 #include <backplane/torch/dlpack.hpp>
+#include <backplane/torch/output.hpp>
 
-#include <ATen/ops/empty.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/version.h>
 
@@ -147,7 +147,7 @@ at::Tensor Attention::operator()(const at::Tensor& query, const at::Tensor& key,
                           backplane_device(t->device()).str() + " but this attention runs on " +
                           device_.str() + " (" + kernel_.info().plugin + " plugin)");
   }
-  if (!args.out) out = at::empty(out_shape, query.options());
+  if (!args.out) out = empty_output(out_shape, query.options());
 
   const DLTensorView q(query, "query"), k(key, "key"), v(value, "value"), o(out, "out");
   std::optional<DLTensorView> m;

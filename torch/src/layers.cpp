@@ -3,12 +3,14 @@
 #include <backplane/torch/dlpack.hpp>
 #include <backplane/torch/extension.hpp>
 #include <backplane/torch/layers.hpp>
+#include <backplane/torch/output.hpp>
 #include <backplane/warnings.hpp>
 
 #include <ATen/ATen.h>
 
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace backplane::torch {
 namespace {
@@ -22,6 +24,30 @@ void check(bp_status* status, const std::string& layer) {
 // The kernels need the last dim contiguous; other strides pass as they are.
 at::Tensor last_dim_contiguous(const at::Tensor& t) {
   return t.dim() > 0 && t.size(-1) > 1 && t.stride(-1) != 1 ? t.contiguous() : t;
+}
+
+// An out= tensor the kernels can write: the layer's output shape, x's dtype and device, and
+// contiguous (the kernels write whole rows); x itself only where the kernel works in place.
+void check_out(const at::Tensor& out, at::IntArrayRef shape, const at::Tensor& x,
+               const std::string& layer, bool in_place_allowed) {
+  const auto refuse = [&](const std::string& what) {
+    throw InvalidArgument(layer + ": out " + what);
+  };
+  if (!out.defined()) refuse("is an undefined tensor; pass a tensor of shape " + c10::str(shape));
+  if (out.sizes() != shape) {
+    refuse("has shape " + c10::str(out.sizes()) + ", expected " + c10::str(shape));
+  }
+  if (out.scalar_type() != x.scalar_type()) {
+    refuse("is " + std::string(c10::toString(out.scalar_type())) + ", expected x's dtype " +
+           c10::toString(x.scalar_type()));
+  }
+  if (out.device() != x.device()) {
+    refuse("is on " + out.device().str() + ", expected x's device " + x.device().str());
+  }
+  if (!out.is_contiguous()) refuse("must be contiguous (the kernels write whole rows)");
+  if (!in_place_allowed && out.numel() > 0 && x.numel() > 0 && out.data_ptr() == x.data_ptr()) {
+    refuse("is x itself; in place is not supported, pass another tensor");
+  }
 }
 
 template <class Fn>
@@ -103,37 +129,50 @@ const hub::BoundLayerKernel* KernelLayer::kernel_for(const at::Tensor& input) co
 RMSNorm::RMSNorm(at::Tensor weight, double eps, SharedLayerKernels kernels)
     : KernelLayer("RMSNorm", std::move(kernels)), weight_(std::move(weight)), eps_(eps) {}
 
-at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
+bool RMSNorm::run_kernel(const at::Tensor& x, at::Tensor& out) const {
   if (const hub::BoundLayerKernel* k = torch_kernel_for(x)) {
-    const at::Tensor input = last_dim_contiguous(x);
-    at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
-    extension_of(*k).call(k->torch_layer->op, {out, input, weight_, eps_});
-    return out;
+    extension_of(*k).call(k->torch_layer->op, {out, last_dim_contiguous(x), weight_, eps_});
+    return true;
   }
-  if (const hub::BoundLayerKernel* k = native_kernel_for(x)) {
-    const at::Tensor input = last_dim_contiguous(x);
-    at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
-    const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
-        out_view(out, "output");
-    bp_rms_norm_args args{};
-    args.struct_size = sizeof args;
-    args.input = in_view.get();
-    args.weight = weight_view.get();
-    args.output = out_view.get();
-    args.epsilon = eps_;
-    check(function_of<bp_rms_norm_fn>(*k)(k->kernel.context, &args), layer_name());
-    return out;
-  }
+  const hub::BoundLayerKernel* k = native_kernel_for(x);
+  if (k == nullptr) return false;
+  const at::Tensor input = last_dim_contiguous(x);
+  const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
+      out_view(out, "output");
+  bp_rms_norm_args args{};
+  args.struct_size = sizeof args;
+  args.input = in_view.get();
+  args.weight = weight_view.get();
+  args.output = out_view.get();
+  args.epsilon = eps_;
+  check(function_of<bp_rms_norm_fn>(*k)(k->kernel.context, &args), layer_name());
+  return true;
+}
+
+at::Tensor RMSNorm::composite(const at::Tensor& x) const {
   const at::Tensor x32 = x.to(at::kFloat);
   const at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, true) + eps_);
   return weight_ * normed.to(x.scalar_type());
+}
+
+at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
+  if (kernel_for(x) == nullptr) return composite(x);
+  at::Tensor out = empty_output(x.sizes(), x.options());
+  if (!run_kernel(x, out)) return composite(x);  // a training call without a backward op
+  return out;
+}
+
+at::Tensor& RMSNorm::forward_out(const at::Tensor& x, at::Tensor& out) const {
+  check_out(out, x.sizes(), x, layer_name(), /*in_place_allowed=*/true);
+  if (!run_kernel(x, out)) out.copy_(composite(x));
+  return out;
 }
 
 at::Tensor RMSNorm::operator()(const at::Tensor& x, at::Tensor& residual) const {
   if (const hub::BoundLayerKernel* k = native_kernel_for(x);
       k != nullptr && residual.stride(-1) == 1) {
     const at::Tensor input = last_dim_contiguous(x);
-    at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
+    at::Tensor out = empty_output(input.sizes(), input.options());
     const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
         residual_view(residual, "residual"), out_view(out, "output");
     bp_rms_norm_args args{};
@@ -157,33 +196,37 @@ GatedActivation::GatedActivation(Kind kind, SharedLayerKernels kernels)
                   std::move(kernels)),
       kind_(kind) {}
 
-at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
+namespace {
+std::vector<int64_t> gated_output_shape(const at::Tensor& x, const std::string& layer) {
   if (x.dim() == 0 || x.size(-1) % 2 != 0) {
-    throw InvalidArgument(layer_name() + ": the last dim of x must be even (2 * d), got shape " +
+    throw InvalidArgument(layer + ": the last dim of x must be even (2 * d), got shape " +
                           c10::str(x.sizes()));
   }
-  const int64_t d = x.size(-1) / 2;
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() /= 2;
+  return shape;
+}
+}  // namespace
+
+bool GatedActivation::run_kernel(const at::Tensor& x, at::Tensor& out) const {
   if (const hub::BoundLayerKernel* k = torch_kernel_for(x)) {
-    const at::Tensor input = last_dim_contiguous(x);
-    std::vector<int64_t> shape = input.sizes().vec();
-    shape.back() = d;
-    at::Tensor out = at::empty(shape, input.options());
-    extension_of(*k).call(k->torch_layer->op, {out, input});
-    return out;
+    extension_of(*k).call(k->torch_layer->op, {out, last_dim_contiguous(x)});
+    return true;
   }
-  if (const hub::BoundLayerKernel* k = native_kernel_for(x)) {
-    const at::Tensor input = last_dim_contiguous(x);
-    std::vector<int64_t> shape = input.sizes().vec();
-    shape.back() = d;
-    at::Tensor out = at::empty(shape, input.options());
-    const DLTensorView in_view(input, "input"), out_view(out, "output");
-    bp_gated_activation_args args{};
-    args.struct_size = sizeof args;
-    args.input = in_view.get();
-    args.output = out_view.get();
-    check(function_of<bp_gated_activation_fn>(*k)(k->kernel.context, &args), layer_name());
-    return out;
-  }
+  const hub::BoundLayerKernel* k = native_kernel_for(x);
+  if (k == nullptr) return false;
+  const at::Tensor input = last_dim_contiguous(x);
+  const DLTensorView in_view(input, "input"), out_view(out, "output");
+  bp_gated_activation_args args{};
+  args.struct_size = sizeof args;
+  args.input = in_view.get();
+  args.output = out_view.get();
+  check(function_of<bp_gated_activation_fn>(*k)(k->kernel.context, &args), layer_name());
+  return true;
+}
+
+at::Tensor GatedActivation::composite(const at::Tensor& x) const {
+  const int64_t d = x.size(-1) / 2;
   const at::Tensor gate = x.narrow(-1, 0, d), up = x.narrow(-1, d, d);
   switch (kind_) {
     case Kind::kSilu:
@@ -194,6 +237,20 @@ at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
       return at::gelu(gate, "tanh") * up;
   }
   return {};
+}
+
+at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
+  const std::vector<int64_t> shape = gated_output_shape(x, layer_name());
+  if (kernel_for(x) == nullptr) return composite(x);
+  at::Tensor out = empty_output(shape, x.options());
+  if (!run_kernel(x, out)) return composite(x);
+  return out;
+}
+
+at::Tensor& GatedActivation::forward_out(const at::Tensor& x, at::Tensor& out) const {
+  check_out(out, gated_output_shape(x, layer_name()), x, layer_name(), false);
+  if (!run_kernel(x, out)) out.copy_(composite(x));
+  return out;
 }
 
 RotaryEmbedding::RotaryEmbedding(bool interleaved, SharedLayerKernels kernels)

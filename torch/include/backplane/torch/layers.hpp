@@ -57,11 +57,18 @@ class KernelLayer {
 class RMSNorm : public KernelLayer {
  public:
   RMSNorm(at::Tensor weight, double eps, SharedLayerKernels kernels = nullptr);
+  // The output comes from empty_output (output.hpp) on the kernel path.
   at::Tensor operator()(const at::Tensor& x) const;
+  // Into `out`, which must have x's shape, dtype and device and be contiguous (x itself: in
+  // place); returns out.
+  at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) const;
   // The fused residual add: residual += x (in place), then returns rms_norm(residual).
   at::Tensor operator()(const at::Tensor& x, at::Tensor& residual) const;
 
  private:
+  at::Tensor composite(const at::Tensor& x) const;
+  // Whether a kernel ran: the Torch build's op or the native kernel, from x into out.
+  bool run_kernel(const at::Tensor& x, at::Tensor& out) const;
   at::Tensor weight_;
   double eps_;
 };
@@ -71,9 +78,14 @@ class GatedActivation : public KernelLayer {
  public:
   enum class Kind { kSilu, kGelu, kGeluTanh };
   GatedActivation(Kind kind, SharedLayerKernels kernels = nullptr);
+  // The output comes from empty_output (output.hpp) on the kernel path.
   at::Tensor operator()(const at::Tensor& x) const;
+  // Into `out` [..., d] of x's dtype and device, contiguous; returns out.
+  at::Tensor& forward_out(const at::Tensor& x, at::Tensor& out) const;
 
  private:
+  at::Tensor composite(const at::Tensor& x) const;
+  bool run_kernel(const at::Tensor& x, at::Tensor& out) const;
   Kind kind_;
 };
 struct SiluAndMul : GatedActivation {
