@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""The peers benchmark: backplane's CPU kernels against torch.compile, PyTorch eager, ONNX
+Runtime and ggml, in one process, on equal terms (README.md in this folder), with this machine's
+rooflines measured in the same run, and the goals of issue 23 judged from the medians.
+
+    python peers.py [--cases SUBSTR,...] [--dtypes float32,bfloat16] [--sides NAME,...]
+                    [--rounds 7] [--block-ms 60] [--json OUT] [--markdown OUT]
+
+Run it through run.sh, which sets up the environment (setup.sh) and pins the threads.
+"""
+
+import argparse
+import importlib
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sides import Unsupported  # noqa: E402
+import roofline  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+# name -> (module, builder): the order is the table's column order.
+SIDES = {
+    "backplane": ("backplane_side", "build"),
+    "torch.compile": ("torch_side", "build_compiled"),
+    "torch eager": ("torch_side", "build_eager"),
+    "onnxruntime": ("ort_side", "build"),
+    "ggml": ("ggml_side", "build"),
+}
+TOLERANCE = {"float32": 2e-3, "bfloat16": 3e-2}  # max |err| / max |ref|
+
+
+def make_inputs(case, dtype):
+    gen = torch.Generator().manual_seed(0)
+    t = getattr(torch, dtype)
+    randn = lambda *shape: torch.randn(*shape, generator=gen).to(t)
+    op = case["op"]
+    if op == "attention":
+        b, hq, hkv, sq, skv, d = (case[k] for k in
+                                  ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim"))
+        return {"q": randn(b, hq, sq, d), "k": randn(b, hkv, skv, d), "v": randn(b, hkv, skv, d)}
+    if op == "rmsnorm":
+        return {"x": randn(case["rows"], case["hidden"]),
+                "weight": (1 + 0.1 * torch.randn(case["hidden"], generator=gen)).to(t)}
+    if op == "silu_and_mul":
+        return {"x": randn(case["rows"], 2 * case["hidden"])}
+    if op == "rotary":
+        b, h, s, d = (case[k] for k in ("batch", "heads", "seq", "head_dim"))
+        inv_freq = case["theta"] ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+        angles = torch.outer(torch.arange(s, dtype=torch.float64), inv_freq)
+        return {"q": randn(b, h, s, d), "k": randn(b, h, s, d),
+                "cos": angles.cos().float(), "sin": angles.sin().float(),
+                "positions": torch.arange(s, dtype=torch.int32)}
+    raise ValueError(f"unknown op {op!r} in cases.json")
+
+
+def reference(case, inputs):
+    """The exact answer in float64, from the inputs as the sides got them."""
+    d = {k: v.double() for k, v in inputs.items() if v.is_floating_point()}
+    op = case["op"]
+    if op == "attention":
+        out = torch.nn.functional.scaled_dot_product_attention(
+            d["q"], d["k"], d["v"], is_causal=bool(case["causal"]),
+            enable_gqa=case["q_heads"] != case["kv_heads"])
+        return {"out": out}
+    if op == "rmsnorm":
+        x = d["x"]
+        return {"out": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + case["eps"]) * d["weight"]}
+    if op == "silu_and_mul":
+        gate, up = d["x"].chunk(2, dim=-1)
+        return {"out": torch.nn.functional.silu(gate) * up}
+    if op == "rotary":
+        c, s = d["cos"], d["sin"]
+        half = c.shape[-1]
+
+        def rotate(x):
+            x1, x2 = x[..., :half], x[..., half:]
+            return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1)
+        return {"q": rotate(d["q"]), "k": rotate(d["k"])}
+    raise ValueError(op)
+
+
+def moved_bytes(case, dtype):
+    """What the op must read and write at the least: one pass over each input and output."""
+    es = torch.finfo(getattr(torch, dtype)).bits // 8
+    op = case["op"]
+    if op == "attention":
+        q = case["batch"] * case["q_heads"] * case["q_len"] * case["head_dim"]
+        kv = case["batch"] * case["kv_heads"] * case["kv_len"] * case["head_dim"]
+        return es * (2 * q + 2 * kv)
+    if op == "rmsnorm":
+        return es * (2 * case["rows"] * case["hidden"] + case["hidden"])
+    if op == "silu_and_mul":
+        return es * 3 * case["rows"] * case["hidden"]
+    if op == "rotary":
+        qk = case["batch"] * case["heads"] * case["seq"] * case["head_dim"]
+        return es * 4 * qk + 4 * case["seq"] * case["head_dim"]  # cos and sin float32
+    raise ValueError(op)
+
+
+def attention_flops(case):
+    """4 * S_q * S_k * D per head (two matmuls); causal prefill computes half the scores."""
+    f = 4.0 * case["batch"] * case["q_heads"] * case["q_len"] * case["kv_len"] * case["head_dim"]
+    return f / 2 if case["causal"] else f
+
+
+def relative_error(got, want):
+    err = 0.0
+    for name, ref in want.items():
+        if name not in got:
+            return math.inf
+        g = got[name].double()
+        if g.shape != ref.shape:
+            return math.inf
+        err = max(err, ((g - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item())
+    return err
+
+
+def time_block(fn, block_s):
+    """Per-call seconds of as many calls as fill about block_s (at least 3)."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    calls = max(3, min(200, int(block_s / max(first, 1e-6))))
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def run_case(case, dtype, side_names, rounds, block_s, threads, log):
+    inputs = make_inputs(case, dtype)
+    want = reference(case, inputs)
+    entries = {}
+    for name in side_names:
+        module, builder = SIDES[name]
+        entry = {"label": "", "status": "ok", "error": None, "out": [], "alloc": []}
+        entries[name] = entry
+        try:
+            side = getattr(importlib.import_module(module), builder)(case, dtype, threads, inputs)
+            entry["label"] = side.label
+            if side.threads != threads:
+                raise RuntimeError(f"runs on {side.threads} threads, not {threads}")
+            (side.run_out or side.run_alloc)()
+            entry["error"] = relative_error(side.result(), want)
+            if not entry["error"] <= TOLERANCE[dtype]:
+                entry["status"] = f"wrong: relative error {entry['error']:.2g}"
+                continue
+            entry["side"] = side
+        except Unsupported as e:
+            entry["status"] = f"n/a: {e}"
+        except Exception as e:  # a peer failing is a row, not the end of the run
+            entry["status"] = f"failed: {type(e).__name__}: {e}"
+        log(f"  {name}: {entry['status']} {entry['label']}")
+    runnable = [(n, mode) for n, e in entries.items() if "side" in e
+                for mode in ("out", "alloc") if getattr(e["side"], "run_" + mode) is not None]
+    for n, mode in runnable:  # warm-up
+        for _ in range(3):
+            getattr(entries[n]["side"], "run_" + mode)()
+    for r in range(rounds):
+        order = runnable[:]
+        random.Random(r).shuffle(order)
+        for n, mode in order:
+            entries[n][mode] += time_block(getattr(entries[n]["side"], "run_" + mode), block_s)
+            time.sleep(0.02)  # lets a side's spinning workers go idle before the next side
+    for e in entries.values():
+        e.pop("side", None)
+        for mode in ("out", "alloc"):
+            e[mode + "_ms"] = statistics.median(e[mode]) * 1e3 if e[mode] else None
+            e[mode] = len(e[mode])
+    return entries
+
+
+def judge(results, rooflines):
+    """The goals of issue 23, each with its measured figure."""
+    goals = []
+    for key, r in results.items():
+        case, dtype, entries = r["case"], r["dtype"], r["sides"]
+        bp = entries.get("backplane", {})
+        for mode in ("out", "alloc"):
+            mine = bp.get(mode + "_ms")
+            peers = [(e[mode + "_ms"], n) for n, e in entries.items()
+                     if n != "backplane" and e.get(mode + "_ms")]
+            if mine is None or not peers:
+                continue
+            best, who = min(peers)
+            goals.append({"goal": f"{key} ({mode}): >= 1.2x the fastest peer ({who})",
+                          "measured": best / mine, "target": 1.2})
+        mine = bp.get("out_ms")
+        if mine is None:
+            continue
+        if case["op"] == "attention" and case["causal"]:
+            rate = attention_flops(case) / (mine / 1e3) / 1e9
+            roof, name, target = ((rooflines["bf16_gemm_gflops"], "bf16 GEMM", 0.5)
+                                  if dtype == "bfloat16"
+                                  else (rooflines["sgemm_gflops"], "sgemm", 0.7))
+            goals.append({"goal": f"{key}: >= {target:.0%} of the {name} roofline "
+                                  f"({rate:.0f} of {roof:.0f} GFLOP/s)",
+                          "measured": rate / roof, "target": target})
+        else:
+            rate = moved_bytes(case, dtype) / (mine / 1e3) / 1e9
+            roof = rooflines["copy_gbs"]
+            goals.append({"goal": f"{key}: >= 80% of copy bandwidth over its bytes "
+                                  f"({rate:.1f} of {roof:.1f} GB/s)",
+                          "measured": rate / roof, "target": 0.8})
+    for g in goals:
+        g["pass"] = g["measured"] >= g["target"]
+    return goals
+
+
+def markdown(report):
+    lines = []
+    cols = report["sides"]
+    lines.append(f"Machine: {report['machine']['cpu']}, {report['machine']['features']}; "
+                 f"{report['threads']} threads on every side; {report['date']}.")
+    lines.append("")
+    lines.append("Versions: " + "; ".join(report["versions"].values()) + ".")
+    lines.append("")
+    lines.append("| case | " + " | ".join(f"{c} (ms)" for c in cols) + " | fastest peer / backplane |")
+    lines.append("|---|" + "---:|" * len(cols) + "---:|")
+    for key, r in report["results"].items():
+        for mode, title in (("out", "into a given buffer"), ("alloc", "output allocated")):
+            cells, peers = [], []
+            for c in cols:
+                e = r["sides"].get(c)
+                if e is None:
+                    cells.append("")
+                elif e["status"] != "ok":
+                    cells.append(e["status"].split(":")[0])
+                elif e.get(mode + "_ms") is None:
+                    cells.append("no out= form" if mode == "out" else "-")
+                else:
+                    cells.append(f"{e[mode + '_ms']:.2f}")
+                    if c != "backplane":
+                        peers.append(e[mode + "_ms"])
+            mine = r["sides"].get("backplane", {}).get(mode + "_ms")
+            ratio = f"{min(peers) / mine:.2f}x" if peers and mine else ""
+            lines.append(f"| `{key}` {title} | " + " | ".join(cells) + f" | {ratio} |")
+    lines.append("")
+    roof = report["rooflines"]
+    lines.append(f"Rooflines (same run): copy {roof['copy_gbs']:.1f} GB/s ({roof['copy_how']}); "
+                 f"sgemm {roof['sgemm_gflops']:.0f} GFLOP/s; bf16 GEMM "
+                 f"{roof['bf16_gemm_gflops']:.0f} GFLOP/s ({roof['bf16_how']}).")
+    lines.append("")
+    lines.append("| goal | measured | target | |")
+    lines.append("|---|---:|---:|:---:|")
+    for g in report["goals"]:
+        lines.append(f"| {g['goal']} | {g['measured']:.2f} | {g['target']:.2f} | "
+                     f"{'PASS' if g['pass'] else 'FAIL'} |")
+    lines.append("")
+    lines.append("What ran:")
+    for key, r in report["results"].items():
+        for c, e in r["sides"].items():
+            detail = e["label"] if e["status"] == "ok" else e["status"]
+            lines.append(f"- `{key}` {c}: {detail}")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", default="", help="comma-separated substrings of case names")
+    p.add_argument("--dtypes", default="")
+    p.add_argument("--sides", default=",".join(SIDES))
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--block-ms", type=float, default=60)
+    p.add_argument("--json")
+    p.add_argument("--markdown")
+    args = p.parse_args()
+    spec = json.loads((HERE / "cases.json").read_text())
+    threads = int(os.environ.get("BENCH_PEERS_THREADS", spec["threads"]))
+    dtypes = args.dtypes.split(",") if args.dtypes else spec["dtypes"]
+    wanted = [c for c in args.cases.split(",") if c]
+    cases = [c for c in spec["cases"] if not wanted or any(w in c["name"] for w in wanted)]
+    side_names = [s for s in args.sides.split(",") if s]
+    for s in side_names:
+        if s not in SIDES:
+            p.error(f"--sides: unknown side {s!r}; the sides are {', '.join(SIDES)}")
+    log = lambda text: print(text, file=sys.stderr, flush=True)
+    torch.set_num_threads(threads)
+    versions = {}
+    for s in side_names:
+        try:
+            versions[s] = importlib.import_module(SIDES[s][0]).version()
+        except Exception as e:
+            versions[s] = f"{s}: not available ({type(e).__name__}: {e})"
+    log("rooflines ...")
+    roofs = roofline.measure(threads)
+    results = {}
+    for case in cases:
+        for dtype in dtypes:
+            key = f"{case['name']}_{dtype}"
+            log(key)
+            results[key] = {"case": case, "dtype": dtype,
+                            "sides": run_case(case, dtype, side_names, args.rounds,
+                                              args.block_ms / 1e3, threads, log)}
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "machine": roofline.machine(), "threads": threads, "sides": side_names,
+              "versions": versions, "rooflines": roofs, "results": results,
+              "platform": platform.platform()}
+    report["goals"] = judge(results, roofs)
+    text = markdown(report)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

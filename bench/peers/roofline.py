@@ -1,0 +1,91 @@
+"""This machine's rooflines, measured in the peers benchmark's own run (the same minutes and
+threads as the cases): copy bandwidth, the f32 GEMM rate and the bf16 GEMM rate through the
+fastest path PyTorch's oneDNN takes on this CPU (AMX tiles, avx512_bf16's vdpbf16ps, or f32 when
+the CPU has neither), and which path that was, read from oneDNN's own verbose log.
+"""
+
+import os
+import re
+import statistics
+import tempfile
+import time
+
+import torch
+
+_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+
+
+def machine():
+    model, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "model name" and model == "unknown CPU":
+                model = value.strip()
+            elif key == "flags" and not flags:
+                flags = set(value.split())
+    cpus = len(os.sched_getaffinity(0))
+    have = [f for f in _FEATURES if f in flags]
+    missing = [f for f in _FEATURES if f not in flags]
+    return {"cpu": f"{model}, {cpus} logical CPUs",
+            "features": "has " + ", ".join(have) + ("; no " + ", ".join(missing) if missing else ""),
+            "flags": sorted(flags & set(_FEATURES))}
+
+
+def _median_seconds(fn, calls):
+    fn()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _onednn_isa(fn):
+    """The ISA oneDNN's log names for the primitives fn runs ("avx512_core_bf16", "avx512_core_amx",
+    ...), or None when nothing went through oneDNN."""
+    with tempfile.TemporaryFile(mode="w+") as log:
+        saved = os.dup(1)
+        try:
+            os.dup2(log.fileno(), 1)
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                fn()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        text = log.read()
+    found = re.findall(r"onednn_verbose,.*?,exec,cpu,[^,]*,([^,]+),", text)
+    return found[-1] if found else None
+
+
+def measure(threads, n=2048, copy_mib=256):
+    torch.set_num_threads(threads)
+    src = torch.ones(copy_mib << 18)  # float32: copy_mib MiB
+    dst = torch.empty_like(src)
+    copy_s = _median_seconds(lambda: dst.copy_(src), 9)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    c = torch.empty(n, n)
+    sgemm_s = _median_seconds(lambda: torch.mm(a, b, out=c), 5)
+    a16, b16 = a.bfloat16(), b.bfloat16()
+    c16 = torch.empty(n, n, dtype=torch.bfloat16)
+    bf16_s = _median_seconds(lambda: torch.mm(a16, b16, out=c16), 5)
+    isa = _onednn_isa(lambda: torch.mm(a16, b16, out=c16))
+    del src, dst
+    flops = 2.0 * n ** 3
+    return {
+        "copy_gbs": 2 * (copy_mib << 20) / copy_s / 1e9,
+        "copy_how": f"{copy_mib} MiB Tensor.copy_, read + write",
+        "sgemm_gflops": flops / sgemm_s / 1e9,
+        "bf16_gemm_gflops": flops / bf16_s / 1e9,
+        "bf16_how": (f"torch.mm {n}^3 bf16 through oneDNN {isa}" if isa
+                     else f"torch.mm {n}^3 bf16, not through oneDNN (no bf16 instructions used)"),
+        "bf16_isa": isa,
+    }
+
+
+if __name__ == "__main__":
+    print(machine())
+    print(measure(2))
