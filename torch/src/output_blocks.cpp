@@ -13,7 +13,7 @@ constexpr std::size_t kAlignment = 64;  // what LibTorch's CPU allocator gives
 
 std::size_t idle_bound_from_env() {
   constexpr std::size_t kDefaultMiB = 512;
-  const char* text = std::getenv("BACKPLANE_OUTPUT_CACHE_MIB");
+  const char* text = secure_getenv("BACKPLANE_OUTPUT_CACHE_MIB");
   if (text == nullptr || *text == '\0') return kDefaultMiB << 20;
   char* end = nullptr;
   const unsigned long long mib = std::strtoull(text, &end, 10);
