@@ -68,12 +68,14 @@ void measure(benchmark::State& state, Acquire acquire, Release release) {
 
 void Preallocated(benchmark::State& state) {
   static std::vector<float> out(kRows * kHidden);
-  measure(state, [] { return out.data(); }, [](float*) {});
+  measure(
+      state, [] { return out.data(); }, [](float*) {});
 }
 
 void Malloc(benchmark::State& state) {
-  measure(state, [] { return static_cast<float*>(std::malloc(kBytes)); },
-          [](float* p) { std::free(p); });
+  measure(
+      state, [] { return static_cast<float*>(std::malloc(kBytes)); },
+      [](float* p) { std::free(p); });
 }
 
 void MallocThp(benchmark::State& state) {
