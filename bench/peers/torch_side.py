@@ -73,7 +73,7 @@ class _Side:
         self.result = result
 
 
-def _eager_into(case, f, outs):
+def _eager_into(case, outs):
     """Eager's out= form of the case, or None where PyTorch has none (sdpa, rms_norm, rotary:
     their eager call allocates, and the column says so)."""
     if case["op"] != "silu_and_mul":
@@ -101,7 +101,7 @@ def _build(case, dtype, threads, inputs, compiled):
         f_into = torch.compile(into, fullgraph=True, dynamic=False)
         label = f"torch.compile({label})"
     else:
-        f_alloc, f_into = f, _eager_into(case, f, outs)
+        f_alloc, f_into = f, _eager_into(case, outs)
         label = f"eager {label}" + ("" if f_into else " (no out= form)")
 
     def run_alloc():

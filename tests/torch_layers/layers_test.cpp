@@ -197,7 +197,8 @@ TEST_F(TorchLayersTest, ForwardOutRefusesAnOutItCannotWrite) {
 // A large output comes from the output cache: the second call of the same size reuses the block
 // the first call's output gave back, and the values are the kernel's.
 TEST_F(TorchLayersTest, LargeOutputsReuseTheBlockOfTheLastCall) {
-  const backplane::torch::RMSNorm with(at::ones({1024}), 1e-6, kernels), without(at::ones({1024}), 1e-6);
+  const backplane::torch::RMSNorm with(at::ones({1024}), 1e-6, kernels),
+      without(at::ones({1024}), 1e-6);
   const at::Tensor x = at::randn({1024, 1024});  // 4 MiB of output
   const void* first_block = nullptr;
   {

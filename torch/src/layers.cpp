@@ -10,6 +10,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace backplane::torch {
@@ -53,6 +54,24 @@ void check_out(const at::Tensor& out, at::IntArrayRef shape, const at::Tensor& x
 template <class Fn>
 Fn function_of(const hub::BoundLayerKernel& bound) {
   return reinterpret_cast<Fn>(bound.kernel.function);
+}
+
+// The plugin ABI's rms_norm over LibTorch tensors, with the fused residual add when given.
+void run_native_rms_norm(const hub::BoundLayerKernel& bound, const at::Tensor& input,
+                         const at::Tensor& weight, const at::Tensor* residual, double eps,
+                         at::Tensor& out, const std::string& layer) {
+  const DLTensorView in_view(input, "input"), weight_view(weight, "weight"),
+      out_view(out, "output");
+  std::optional<DLTensorView> residual_view;
+  if (residual != nullptr) residual_view.emplace(*residual, "residual");
+  bp_rms_norm_args args{};
+  args.struct_size = sizeof args;
+  args.input = in_view.get();
+  args.weight = weight_view.get();
+  args.residual = residual_view ? residual_view->get() : nullptr;
+  args.output = out_view.get();
+  args.epsilon = eps;
+  check(function_of<bp_rms_norm_fn>(bound)(bound.kernel.context, &args), layer);
 }
 
 // A kernel-builder binding's extension, opened on first use (its digest checked again, now that
@@ -136,16 +155,7 @@ bool RMSNorm::run_kernel(const at::Tensor& x, at::Tensor& out) const {
   }
   const hub::BoundLayerKernel* k = native_kernel_for(x);
   if (k == nullptr) return false;
-  const at::Tensor input = last_dim_contiguous(x);
-  const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
-      out_view(out, "output");
-  bp_rms_norm_args args{};
-  args.struct_size = sizeof args;
-  args.input = in_view.get();
-  args.weight = weight_view.get();
-  args.output = out_view.get();
-  args.epsilon = eps_;
-  check(function_of<bp_rms_norm_fn>(*k)(k->kernel.context, &args), layer_name());
+  run_native_rms_norm(*k, last_dim_contiguous(x), weight_, nullptr, eps_, out, layer_name());
   return true;
 }
 
@@ -173,16 +183,7 @@ at::Tensor RMSNorm::operator()(const at::Tensor& x, at::Tensor& residual) const 
       k != nullptr && residual.stride(-1) == 1) {
     const at::Tensor input = last_dim_contiguous(x);
     at::Tensor out = empty_output(input.sizes(), input.options());
-    const DLTensorView in_view(input, "input"), weight_view(weight_, "weight"),
-        residual_view(residual, "residual"), out_view(out, "output");
-    bp_rms_norm_args args{};
-    args.struct_size = sizeof args;
-    args.input = in_view.get();
-    args.weight = weight_view.get();
-    args.residual = residual_view.get();
-    args.output = out_view.get();
-    args.epsilon = eps_;
-    check(function_of<bp_rms_norm_fn>(*k)(k->kernel.context, &args), layer_name());
+    run_native_rms_norm(*k, input, weight_, &residual, eps_, out, layer_name());
     return out;
   }
   residual.add_(x);

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 
@@ -18,7 +19,13 @@ std::size_t idle_bound_from_env() {
   char* end = nullptr;
   const unsigned long long mib = std::strtoull(text, &end, 10);
   // A value that is not a number keeps the default rather than disabling the cache unasked.
-  if (end == text || *end != '\0') return kDefaultMiB << 20;
+  if (end == text || *end != '\0') {
+    std::fprintf(stderr,
+                 "backplane: warn: BACKPLANE_OUTPUT_CACHE_MIB=%s is not a number of MiB; "
+                 "keeping the default %zu (0 turns the output cache off)\n",
+                 text, kDefaultMiB);
+    return kDefaultMiB << 20;
+  }
   return static_cast<std::size_t>(mib) << 20;
 }
 
