@@ -70,7 +70,7 @@ __attribute__((visibility("default"))) void bp_peer_set_threads(int n) {
 __attribute__((visibility("default"))) const char* bp_peer_describe() {
   static const std::string text =
       std::string("attention ") + backplane::attention::dispatch_target() +
-      " (bf16 tiles: " + (backplane::attention::has_amx_bf16() ? "AMX" : "no AMX") + "), layers " +
+      " (bf16 prefill tiles: " + backplane::attention::bf16_tile_kernel() + "), layers " +
       backplane::rmsnorm::cpu_target();
   return text.c_str();
 }

@@ -71,8 +71,9 @@ struct Tensors {
 // What a call ran on (for tests and logs).
 struct RunInfo {
   const char* target = "";  // Highway target of the sdpa kernel ("AVX3", "AVX2", ...); "" for eager
-  const char* tile_kernel = "";  // "f32-fma", or "amx-bf16" (bf16 on AMX); "" for eager
-  int threads = 0;               // threads used
+  // "f32-fma", "amx-bf16" (bf16 on AMX) or "avx512-bf16" (bf16 with vdpbf16ps); "" for eager
+  const char* tile_kernel = "";
+  int threads = 0;  // threads used
 };
 
 // Checks shapes, dtypes, devices, pointers, alignment and overlap without running anything.
@@ -86,9 +87,12 @@ Status forward(const Tensors& tensors, const Options& options = {}, RunInfo* inf
 void set_num_threads(int n);
 int num_threads();
 
-// The Highway target the sdpa kernel dispatches to on this CPU ("AVX3", ...), and whether bf16
-// tiles run on AMX here (Linux grants the process AMX state on the first call).
+// The Highway target the sdpa kernel dispatches to on this CPU ("AVX3", ...), whether bf16
+// tiles run on AMX here (Linux grants the process AMX state on the first call), and what bf16
+// prefill tiles run on: "amx-bf16", "avx512-bf16" (where vdpbf16ps beats fp32 FMA: AMD Zen 4
+// and later) or "f32-fma" (converted).
 const char* dispatch_target();
 bool has_amx_bf16();
+const char* bf16_tile_kernel();
 
 }  // namespace backplane::attention

@@ -38,8 +38,7 @@ TEST(AttentionDispatch, PicksTheBestSupportedTarget) {
   RunInfo info;
   run(in, Implementation::kSdpa, &info);
   EXPECT_STREQ(info.target, hwy::TargetName(expected));
-  std::printf("sdpa dispatches to %s here; bf16 tiles: %s\n", info.target,
-              has_amx_bf16() ? "AMX" : "f32 FMA after conversion");
+  std::printf("sdpa dispatches to %s here; bf16 tiles: %s\n", info.target, bf16_tile_kernel());
 }
 
 // Each supported target in turn (hwy::SetSupportedTargetsForTest), as Highway's own tests do:
@@ -74,8 +73,9 @@ std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
 INSTANTIATE_TEST_SUITE_P(Targets, PerTarget,
                          ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), TargetParamName);
 
-// bf16 runs on AMX tiles where the CPU and OS allow it; the fp32 tiles must agree as well.
-TEST(AttentionBf16, AmxAndFp32TilesBothMatchEager) {
+// bf16 runs on AMX tiles where the CPU and OS allow it, else on AVX512-BF16 tiles where those
+// beat fp32 (bf16_tile_kernel()); every path this CPU has must agree with eager.
+TEST(AttentionBf16, EveryTilePathMatchesEager) {
   const std::vector<Case> cases = {
       {"causal_gqa", 1, 8, 2, 200, 200, 128, true, DType::kBF16},
       {"odd_dims_mask", 1, 4, 4, 45, 77, 80, false, DType::kBF16, MaskType::kBool},
@@ -86,19 +86,31 @@ TEST(AttentionBf16, AmxAndFp32TilesBothMatchEager) {
       {"long_head_window_split", 1, 32, 1, 1, 8200, 256, false, DType::kBF16},
       {"d3_dv40", 1, 12, 2, 9, 33, 3, true, DType::kBF16, MaskType::kNone, {}, false, 40},
   };
-  for (bool amx : {true, false}) {
-    cpu::set_amx_enabled(amx);
+  struct Path {
+    bool amx, dpbf16;
+  };
+  for (const Path path : {Path{true, true}, Path{false, true}, Path{false, false}}) {
+    cpu::set_amx_enabled(path.amx);
+    cpu::set_dpbf16_enabled(path.dpbf16);
+    const std::string expected = bf16_tile_kernel();
+    EXPECT_EQ(expected, path.amx && cpu::amx_bf16_available()          ? "amx-bf16"
+                        : path.dpbf16 && cpu::dpbf16_tiles_available() ? "avx512-bf16"
+                                                                       : "f32-fma");
     for (const Case& c : cases) {
-      SCOPED_TRACE(c.name + (amx ? " amx" : " fp32 tiles"));
+      SCOPED_TRACE(c.name + " " + expected);
       Instance in(c);
       const std::vector<float> ref = run(in, Implementation::kEager);
       RunInfo info;
       const std::vector<float> got = run(in, Implementation::kSdpa, &info);
-      EXPECT_STREQ(info.tile_kernel, amx && has_amx_bf16() ? "amx-bf16" : "f32-fma");
+      // Decoding rows (at most 8 per kv head) always take the fp32 dot products.
+      const bool decode = c.heads_q / c.heads_kv * c.seq_q <= 8;
+      EXPECT_EQ(std::string(info.tile_kernel), decode ? "f32-fma" : expected);
       EXPECT_LE(rel_error(got, ref), tolerance(c.dtype));
     }
   }
   cpu::set_amx_enabled(true);
+  cpu::set_dpbf16_enabled(true);
+  std::printf("bf16 prefill tiles here: %s\n", bf16_tile_kernel());
 }
 
 // ------------------------------------------------------------------ the table against eager

@@ -4,6 +4,8 @@
 #include "common/thread_pool.hpp"
 #include "cpu/problem.hpp"
 
+#include <cstring>
+
 namespace backplane::attention {
 
 const char* implementation_name(Implementation impl) {
@@ -61,6 +63,13 @@ const char* dispatch_target() {
 
 bool has_amx_bf16() {
   return cpu::amx_bf16_available();
+}
+
+const char* bf16_tile_kernel() {
+  const bool avx3 = std::strncmp(cpu::sdpa_target(), "AVX3", 4) == 0;
+  if (avx3 && cpu::amx_bf16_available()) return "amx-bf16";
+  if (avx3 && cpu::dpbf16_tiles_available()) return "avx512-bf16";
+  return "f32-fma";
 }
 
 }  // namespace backplane::attention

@@ -51,8 +51,11 @@ void run_sdpa(const Problem& p, int threads, RunInfo* info);
 const char* sdpa_target();
 // Whether bf16 tiles run on AMX here (with the AVX3 target); asks Linux for the AMX state once.
 bool amx_bf16_available();
-// Tests: turn the AMX tiles off to check the f32 path on the same CPU.
+// Whether bf16 tiles without AMX run on AVX512-BF16 (where it is faster than fp32 tiles).
+bool dpbf16_tiles_available();
+// Tests: turn the AMX or the AVX512-BF16 tiles off to check the other paths on the same CPU.
 void set_amx_enabled(bool enabled);
+void set_dpbf16_enabled(bool enabled);
 
 // The scalar conversions (common/scalar_convert.hpp) under the names the kernels use.
 using kernels::bf16_to_f32;

@@ -8,7 +8,8 @@
 //                                             V rows loaded as vectors
 // so the softmax max/sum over keys is a vertical max/add across S^T's rows: no horizontal
 // reductions. K and V come from per-head panels (Panels) for blocks of queries, and straight
-// from their rows when decoding (QKDot). bf16 runs on AMX where it can (RunBlockAmx).
+// from their rows when decoding (QKDot). bf16 runs on AMX or AVX512-BF16 where it can
+// (RunBlockBf16).
 //
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/sdpa.cpp"
@@ -67,18 +68,24 @@ void RunAll(const Problem& p, const Plan& plan, int threads, BlockFn run_block) 
 void RunSdpa(const Problem& p, int threads, RunInfo* info) {
   static std::atomic<uint64_t> calls{0};
   // Blocks of at most kDotMaxRows rows (decoding) always take the f32 dot-product path.
-  const bool amx = AmxUsable(p) && p.group() * p.seq_q > kDotMaxRows;
+  const Bf16Tiles tiles = p.group() * p.seq_q > kDotMaxRows ? Bf16TilesFor(p) : Bf16Tiles::kNone;
   Plan plan = MakePlan(p, threads);
   plan.call = calls.fetch_add(1, std::memory_order_relaxed);
   BlockFn run_block = plan.nr == 1 ? &RunBlock<1> : &RunBlock<2>;
+  const char* tile_kernel = "f32-fma";
+  (void)tiles;  // only the AVX3 targets have bf16 tiles
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (amx) {
-    run_block = plan.nr == 1 ? &RunBlockAmx<1> : &RunBlockAmx<2>;
+  if (tiles == Bf16Tiles::kAmx) {
+    run_block = plan.nr == 1 ? &RunBlockBf16<1, true> : &RunBlockBf16<2, true>;
+    tile_kernel = "amx-bf16";
+  } else if (tiles == Bf16Tiles::kDpbf16) {
+    run_block = plan.nr == 1 ? &RunBlockBf16<1, false> : &RunBlockBf16<2, false>;
+    tile_kernel = "avx512-bf16";
   }
 #endif
   if (info) {
     info->target = hwy::TargetName(HWY_TARGET);
-    info->tile_kernel = amx ? "amx-bf16" : "f32-fma";
+    info->tile_kernel = tile_kernel;
   }
   RunAll(p, plan, threads, run_block);
 }

@@ -1,5 +1,6 @@
-// The sdpa kernel's bfloat16 tiles on AMX (RunBlockAmx), with the fp32 block loop's softmax
-// and bookkeeping; the fp32 tiles take the blocks AMX does not.
+// The sdpa kernel's bfloat16 tiles on AMX, and the block loop they share with the AVX512-BF16
+// tiles (RunBlockBf16), with the fp32 block loop's softmax and bookkeeping; the fp32 tiles take
+// the blocks these do not.
 // Included once per SIMD target (sdpa.cpp's foreach_target), hence the toggle guard.
 #if defined(BACKPLANE_ATTENTION_CPU_SDPA_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_ATTENTION_CPU_SDPA_AMX_INL_H_
@@ -11,11 +12,14 @@
 #include <hwy/highway.h>
 
 #include "cpu/sdpa_block-inl.h"
+#include "cpu/sdpa_dpbf16-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+enum class Bf16Tiles { kNone, kAmx, kDpbf16 };
 
 // ------------------------------------------------------------------ bf16 tiles (AMX)
 //
@@ -247,9 +251,10 @@ BACKPLANE_AMX_TARGET HWY_INLINE const uint16_t* PackedVPairs(const Problem& p, c
   return cache.data.get() + pair0 * dvp * 2;
 }
 
-template <int NR>
-BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_t b, int64_t hk,
-                                      int64_t rb, int64_t split, float* partial) {
+// One block with bf16 tile products: on AMX (kAmx) or with AVX512-BF16 (sdpa_dpbf16-inl.h).
+template <int NR, bool kAmx>
+BACKPLANE_AMX_TARGET void RunBlockBf16(const Problem& p, const Plan& plan, int64_t b, int64_t hk,
+                                       int64_t rb, int64_t split, float* partial) {
   const int64_t bq = plan.bq, bk = plan.bk, dvp = plan.dvp;
   const int64_t D = p.head_dim, DV = p.head_dim_v;
   const int64_t nrows = std::min(bq, plan.rows - rb * bq);
@@ -286,14 +291,16 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
   auto* pa = reinterpret_cast<uint32_t*>(buf.pa);
   const int ldq = static_cast<int>(bq * 4), ldo = static_cast<int>(dvp * 4);
   const int64_t it_count = bq / 16, ct_count = dvp / 16;
-  AmxConfigure();
+  if (kAmx) AmxConfigure();
 
   for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = std::min(bk, kv.hi - j0)) {
     const int64_t jt_count = (nk + 15) / 16;
-    // K rows in place when whole tiles of them exist; else copied, padded with zeros.
+    // K rows in place when whole tiles of them exist (AMX) or their pairs are whole (AVX512-BF16
+    // reads only the rows it needs); else copied, padded with zeros.
     const uint16_t* ka;
     int64_t k_rs;
-    if (p.k.stride[3] == 1 && D == dpad && nk % 16 == 0) {
+    const bool k_in_place = kAmx ? D == dpad && nk % 16 == 0 : D % 2 == 0;
+    if (p.k.stride[3] == 1 && k_in_place) {
       ka = kbase + j0 * p.k.stride[2];
       k_rs = p.k.stride[2];
     } else {
@@ -305,8 +312,12 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
       ka = kbuf;
       k_rs = dpad;
     }
+    if (!kAmx) {
+      const int64_t pairs = ka == kbuf ? pairs_d : D / 2;
+      DpQK<NR>(ka, k_rs, qtp, bq, pairs, nk, buf.st);
+    }
     const int lda = static_cast<int>(k_rs * 2);
-    for (int64_t jt = 0; jt < jt_count; jt += 2) {
+    for (int64_t jt = 0; kAmx && jt < jt_count; jt += 2) {
       const bool j2 = jt + 1 < jt_count;
       const uint16_t* a0 = ka + jt * 16 * k_rs;
       const uint16_t* a1 = a0 + 16 * k_rs;
@@ -346,6 +357,10 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
     }
     // P rows in bf16: pairs along keys, then transposed to [query][key pair].
     SoftmaxExpPairs<NR>(buf, sa, nk, shift, kpairs, pp);
+    if (!kAmx) {  // O = alpha O + P V_blk straight from the pairs
+      DpPV(pp, bq, nrows, vpairs, dvp, kpairs, buf.alpha, buf.o);
+      continue;
+    }
     for (int64_t kc = 0; kc < kpairs; kc += 16)
       for (int64_t it = 0; it < it_count; ++it)
         Transpose16x16(pp + kc * bq + it * 16, bq, pa + it * 16 * kpairs + kc, kpairs);
@@ -378,16 +393,19 @@ BACKPLANE_AMX_TARGET void RunBlockAmx(const Problem& p, const Plan& plan, int64_
       }
     }
   }
-  _tile_release();
+  if (kAmx) _tile_release();
   FinishBlock(p, plan, b, hk, rb, buf, partial);
 }
 
-bool AmxUsable(const Problem& p) {
-  return p.dtype == DType::kBF16 && amx_bf16_available();
+// The bf16 tile products this call may run: AMX, else AVX512-BF16, else none (fp32 tiles).
+Bf16Tiles Bf16TilesFor(const Problem& p) {
+  if (p.dtype != DType::kBF16) return Bf16Tiles::kNone;
+  if (amx_bf16_available()) return Bf16Tiles::kAmx;
+  return dpbf16_tiles_available() ? Bf16Tiles::kDpbf16 : Bf16Tiles::kNone;
 }
 #else
-bool AmxUsable(const Problem&) {
-  return false;
+Bf16Tiles Bf16TilesFor(const Problem&) {
+  return Bf16Tiles::kNone;
 }
 #endif  // AVX3
 

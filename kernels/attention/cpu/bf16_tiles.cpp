@@ -1,5 +1,6 @@
-// Whether the sdpa kernel may run its bfloat16 tiles on AMX (sdpa_amx-inl.h): the CPU has it
-// and the process may use it, unless a test or benchmark turned it off.
+// Which bf16 tile products the sdpa kernel may run: AMX (sdpa_amx-inl.h) where the CPU has it
+// and the process may use it, else AVX512-BF16 (sdpa_dpbf16-inl.h) where that beats converting
+// to fp32, unless a test or benchmark turned either off.
 #include <atomic>
 
 #if defined(__linux__)
@@ -15,6 +16,7 @@ namespace backplane::attention::cpu {
 
 namespace {
 std::atomic<bool> g_amx_enabled{true};
+std::atomic<bool> g_dpbf16_enabled{true};
 
 // AMX needs the CPU (AMX-TILE, AMX-BF16) and, on Linux, the process's permission to use the
 // tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, granted once per process; oneDNN asks the
@@ -32,6 +34,18 @@ bool amx_allowed() {
   return false;
 #endif
 }
+
+// vdpbf16ps pays off only where it issues as often as an fp32 FMA, doing twice its
+// multiply-adds: AMD's cores with AVX512-BF16 (Zen 4 and later; measured 2.0x the FMA's
+// GFLOP/s on a Zen 4 EPYC). Intel's Cooper Lake and Sapphire Rapids issue it at half the FMA's
+// rate, the fp32 multiply rate, and there the packing made it slower than the fp32 tiles.
+bool dpbf16_faster_than_fp32() {
+#if HWY_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
 }  // namespace
 
 bool amx_bf16_available() {
@@ -39,8 +53,17 @@ bool amx_bf16_available() {
   return allowed && g_amx_enabled.load(std::memory_order_relaxed);
 }
 
+bool dpbf16_tiles_available() {
+  static const bool faster = dpbf16_faster_than_fp32();
+  return faster && g_dpbf16_enabled.load(std::memory_order_relaxed);
+}
+
 void set_amx_enabled(bool enabled) {
   g_amx_enabled.store(enabled);
+}
+
+void set_dpbf16_enabled(bool enabled) {
+  g_dpbf16_enabled.store(enabled);
 }
 
 }  // namespace backplane::attention::cpu
