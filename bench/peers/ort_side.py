@@ -1,6 +1,58 @@
 """ONNX Runtime's side: its CPU execution provider, running the fused ops an exporter emits.
 
-MEASURED_FIGURES_PLACEHOLDER
+Each case is a small ONNX graph made here (onnx.helper), run in its own InferenceSession on the
+CPU EP: ORT_ENABLE_ALL, intra_op_num_threads = threads, one inter-op thread, sequential.
+CANDIDATES are the graphs tried for each op, _DEFAULTS the one measured fastest (below), and
+BENCH_PEERS_ORT_VARIANT=<name>[,...] runs another. The label names the graph and, as
+"[ORT ran: ...]", the ops of ORT's optimized graph where its optimizer rewrote it.
+
+Calls. run_out: an IOBinding made once in build() binds every input to the side's own torch
+tensor and every output to a torch buffer allocated once (element type, shape, data_ptr);
+run_with_iobinding reads and writes them in place, and ORT allocates only a multi-node graph's
+intermediates and its kernels' scratch (from its arena). run_alloc: a second IOBinding binds the
+result outputs to the CPU device without a buffer, so ORT allocates them in the run, and binds
+them again after it, which drops them (left bound, ORT would write into them again next run).
+They come from ORT's CPU arena (enable_cpu_mem_arena, on by default), which keeps a freed block
+and hands it back: the output had the same address on every call, so this column pays an arena
+allocation, not fresh pages. That is ORT's usual way; the two columns differ little.
+Threads: ORT's intra-op workers spin after a run (session.intra_op.allow_spinning, on by
+default, left so); the harness pauses 20 ms between blocks so they are idle before the next side.
+
+bfloat16. ORT 1.32.0's CPU EP has bf16 kernels for few ops: of those here only
+SimplifiedLayerNormalization (and ScaledSiLU, but not the gating Mul). Session creation fails
+with "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for
+GroupQueryAttention(1) node with name ''", and so for MultiHeadAttention(1), com.microsoft
+RotaryEmbedding(1), Sigmoid(13) and Mul(14); the ONNX function ops Attention-23,
+RMSNormalization-23, RotaryEmbedding-23 and Swish-24 have no bf16 kernel either, and ORT expands
+them into their bodies, whose Expand(13) or Mul(14) has none. Such an op runs as a *_via_f32
+graph: bf16 in and out, Cast to f32 and back inside the graph (timed), as its label says.
+
+Measured 2026-12-02 on an AMD EPYC (/proc/cpuinfo "model name"; avx512_bf16, no AMX), 2
+threads on 2 pinned CPUs, while a large C++ build ran on the same CPUs: rough figures. One
+candidate's block medians varied up to 3x within a run and its medians up to 2x between runs;
+two names that run the same optimized graph differed by up to 8%. Medians of 9 interleaved
+rounds (prefill 7), ms into a given buffer / output allocated; near ties were rerun head to head
+(15 rounds) and, still tied, go to the standard ONNX op, else to the harness's own q/k/v.
+- attention prefill causal 1x32x1024x128. f32: Attention-23 BNSH 128/126 (default),
+  MultiHeadAttention 129-130/127-128, GroupQueryAttention 129-140/135, Attention-23 BSNH
+  143/148. bf16: Attention-23 BNSH via f32 128/125 (default), the others 128-148.
+- attention decode GQA 32q/8kv, 4096 keys. f32: GroupQueryAttention 3.4/3.8 (default) and
+  packed QKV 3.3/3.3, a tie (3.2/3.2 and 3.7/3.1 head to head); Attention-23 BNSH 7.4/5.9, BSNH
+  6.8/7.0; MultiHeadAttention, its KV heads repeated by Expand, 24-32. bf16: Attention-23 BNSH
+  via f32 9.5/9.5 (default); GroupQueryAttention via f32 11.2/11.0 (it also casts the cache and
+  copies it into a separate f32 present each call), Attention-23 BSNH 12.7/12.3, MHA 22-32.
+- rmsnorm 4096x4096. f32: RMSNormalization-23 6.5/7.4 (default) and
+  SimplifiedLayerNormalization 7.2/7.0, a tie (6.4/6.5 and 6.3/6.8). bf16:
+  SimplifiedLayerNormalization in bf16 26.8/25.0 (its native bf16 kernel), via f32 21.9/20.4,
+  RMSNormalization-23 via f32 19.9/20.4 (default: the fastest).
+- silu_and_mul 2048 x 2x11008. f32: Split -> Sigmoid -> Mul -> Mul 25.9/27.5 (default; ORT fuses
+  Sigmoid and Mul into QuickGelu, and turns the Slice pair of slice_sigmoid_mul into the same
+  Split: 26.3/27.3), Swish-24 37/39, ScaledSiLU 120/121. bf16 via f32: the same graph 84/81
+  (default; as slices 78/77), Swish-24 101/98, ScaledSiLU 287/274.
+- rotary 1x32x2048x128. f32: RotaryEmbedding-23 on BSNH copies 8.4/6.4 (default) and
+  com.microsoft RotaryEmbedding BSNH 7.8/5.3, a tie (4.4/4.5 and 4.4/5.1); both on BNSH, the
+  harness layout, 12-16. bf16 via f32: RotaryEmbedding-23 BSNH 22.0/20.8 (default) and
+  com.microsoft BSNH 21.6/21.0, a tie (18.5/18.8 and 19.1/19.1); BNSH 28/28-30.
 """
 
 import math
@@ -123,9 +175,10 @@ def _gqa(case, inputs, dt, packed, shared=True):
     names += ["seqlens_k", "total_sequence_length"]
     node = helper.make_node("GroupQueryAttention", names, [o[0] for o in outputs], domain=_MS,
                             num_heads=hq, kv_num_heads=hkv, scale=1.0 / math.sqrt(d))
-    if decode:
-        cache = ("KV cache BNSH, shared past/present buffer: past %d + 1 new" % (skv - 1)
-                 if shared else "KV cache BNSH: past %d + 1 new, concatenated" % (skv - 1))
+    if decode and shared:
+        cache = "KV cache BNSH, shared past/present buffer: past %d + 1 new" % (skv - 1)
+    elif decode:
+        cache = "KV cache BNSH: past %d + 1 new, concatenated into a separate present" % (skv - 1)
     else:
         cache = "no KV cache"
     layout = ("packed QKV" if packed else "q/k/v") + " BSNH; " + cache
@@ -137,17 +190,13 @@ def _repeat_kv(name, out, hkv, group, bnsh, shape):
     """Nodes that repeat each KV head `group` times (what exporters of repeat_kv emit)."""
     b, s, d = shape
     if bnsh:   # [B, Hkv, S, D] -> [B, Hkv, 1, S, D] -> [B, Hkv, G, S, D] -> [B, Hkv*G, S, D]
-        axes, expand, final = [2], [b, hkv, group, s, d], [b, hkv * group, s, d]
+        op, arg, expand, final = "Unsqueeze", [2], [b, hkv, group, s, d], [b, hkv * group, s, d]
     else:      # [B, S, Hkv*D] -> [B, S, Hkv, 1, D] -> [B, S, Hkv, G, D] -> [B, S, Hkv*G*D]
-        axes, expand, final = None, [b, s, hkv, group, d], [b, s, hkv * group * d]
+        op, arg, expand, final = "Reshape", [b, s, hkv, 1, d], [b, s, hkv, group, d], \
+            [b, s, hkv * group * d]
     consts = [helper.make_tensor(f"{name}_{tag}", TensorProto.INT64, [len(v)], v)
-              for tag, v in (("expand", expand), ("final", final),
-                             ("split", [b, s, hkv, 1, d]), ("axes", axes or [0]))]
-    if bnsh:
-        first = helper.make_node("Unsqueeze", [name, f"{name}_axes"], [f"{name}_u"])
-    else:
-        first = helper.make_node("Reshape", [name, f"{name}_split"], [f"{name}_u"])
-    nodes = [first,
+              for tag, v in (("arg", arg), ("expand", expand), ("final", final))]
+    nodes = [helper.make_node(op, [name, f"{name}_arg"], [f"{name}_u"]),
              helper.make_node("Expand", [f"{name}_u", f"{name}_expand"], [f"{name}_e"]),
              helper.make_node("Reshape", [f"{name}_e", f"{name}_final"], [out])]
     return nodes, consts
@@ -299,8 +348,8 @@ def _rotary(case, inputs, dt, onnx_op, bnsh):
 
 
 # --------------------------------------------------------------------------------------------
-# The candidates: name -> (op, builder(case, inputs, torch dtype)). The first of each op that
-# applies is the fallback; _DEFAULTS (measured) picks the default.
+# The candidates: name -> (op, builder(case, inputs, torch dtype)); _DEFAULTS picks one per
+# case, BENCH_PEERS_ORT_VARIANT another.
 # --------------------------------------------------------------------------------------------
 
 CANDIDATES = {
@@ -327,20 +376,20 @@ CANDIDATES = {
 # exporter does for a bf16 model on ORT's CPU EP; for float32 it is the plain candidate.
 _VIA_F32 = "_via_f32"
 
-# (op, kind, dtype) -> candidate, from the measurements in the module docstring. bfloat16 uses
-# native bf16 kernels only; where ORT has none, build() raises Unsupported (the *_via_f32
-# variants are opt-in through BENCH_PEERS_ORT_VARIANT).
+# (op, kind, dtype) -> candidate: the fastest correct one measured (module docstring), each
+# side's best way. For bfloat16 that is a *_via_f32 graph everywhere: ORT has a native bf16
+# kernel only for SimplifiedLayerNormalization, and it measured 20-35% slower than casting.
 _DEFAULTS = {
-    ("attention", "prefill", "float32"): "gqa",
+    ("attention", "prefill", "float32"): "onnx_attention",
     ("attention", "decode", "float32"): "gqa",
-    ("rmsnorm", "", "float32"): "simplified_layernorm",
+    ("rmsnorm", "", "float32"): "onnx_rmsnorm",
     ("silu_and_mul", "", "float32"): "split_sigmoid_mul",
-    ("rotary", "", "float32"): "ms_rotary",
-    ("attention", "prefill", "bfloat16"): "gqa",
-    ("attention", "decode", "bfloat16"): "gqa",
-    ("rmsnorm", "", "bfloat16"): "simplified_layernorm",
-    ("silu_and_mul", "", "bfloat16"): "split_sigmoid_mul",
-    ("rotary", "", "bfloat16"): "ms_rotary",
+    ("rotary", "", "float32"): "onnx_rotary_bsnh",
+    ("attention", "prefill", "bfloat16"): "onnx_attention_via_f32",
+    ("attention", "decode", "bfloat16"): "onnx_attention_via_f32",
+    ("rmsnorm", "", "bfloat16"): "onnx_rmsnorm_via_f32",
+    ("silu_and_mul", "", "bfloat16"): "split_sigmoid_mul_via_f32",
+    ("rotary", "", "bfloat16"): "onnx_rotary_bsnh_via_f32",
 }
 
 
@@ -350,24 +399,29 @@ def _kind(case):
     return "decode" if case["q_len"] == 1 and case["kv_len"] > 1 else "prefill"
 
 
+def _parse(name):
+    """"gqa" -> ("gqa", False), "gqa_via_f32" -> ("gqa", True)."""
+    via_f32 = name.endswith(_VIA_F32)
+    base = name[:-len(_VIA_F32)] if via_f32 else name
+    if base not in CANDIDATES:
+        raise ValueError(f"{_ENV}: unknown ONNX Runtime variant {name!r}; one of "
+                         f"{', '.join(CANDIDATES)} (each also as <name>{_VIA_F32})")
+    return base, via_f32
+
+
 def _choose(case, dtype):
-    """The candidate for this case: BENCH_PEERS_ORT_VARIANT (comma-separated names; the one for
-    this case's op wins, names of other ops are ignored) or the measured default."""
+    """(candidate, via_f32) for this case: BENCH_PEERS_ORT_VARIANT (comma-separated names; the
+    one for this case's op wins, names of other ops are ignored) or the measured default."""
     op = case["op"]
-    wanted = [w.strip() for w in os.environ.get(_ENV, "").split(",") if w.strip()]
-    for w in wanted:
-        base = w[:-len(_VIA_F32)] if w.endswith(_VIA_F32) else w
-        if base not in CANDIDATES:
-            raise ValueError(f"{_ENV}: unknown ONNX Runtime variant {w!r}; one of "
-                             f"{', '.join(CANDIDATES)} (each also as <name>{_VIA_F32})")
-        if CANDIDATES[base][0] == op:
-            return base, w.endswith(_VIA_F32)
+    for w in os.environ.get(_ENV, "").split(","):
+        if w.strip():
+            base, via_f32 = _parse(w.strip())
+            if CANDIDATES[base][0] == op:
+                return base, via_f32
     name = _DEFAULTS.get((op, _kind(case), dtype))
     if name is None:
-        name = next((n for n, (o, _) in CANDIDATES.items() if o == op), None)
-        if name is None:
-            raise Unsupported(f"no ONNX Runtime graph for op {op}")
-    return name, False
+        raise Unsupported(f"no ONNX Runtime graph for op {op} in {dtype}")
+    return _parse(name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,7 +476,8 @@ def _session_options(threads, optimized_path=None):
 
 
 def _session(model, threads, optimized_path=None):
-    return ort.InferenceSession(model.SerializeToString(), _session_options(threads, optimized_path),
+    return ort.InferenceSession(model.SerializeToString(),
+                                _session_options(threads, optimized_path),
                                 providers=["CPUExecutionProvider"])
 
 
@@ -500,15 +555,18 @@ def build(case, dtype, threads, inputs):
     if via_f32:   # the graph takes the inputs in bf16 (the side's own copies)
         g.inputs = {n: (t.to(dt) if _float(t) else t) for n, t in g.inputs.items()}
     model = _model(g, _ONNX_TYPE[dt], _ONNX_TYPE[compute_dt])
+    authored = [n.op_type for n in model.graph.node]
     try:
         ran = _optimized_ops(model)
     except Exception as e:  # noqa: BLE001 - ORT raises its own pybind exception types
         missing = _not_implemented(e)
         if missing is None:
             raise
-        raise Unsupported(f"{g.op}: no CPU kernel for {dtype} (ORT {ort.__version__}: "
-                          f"'Could not find an implementation for {missing}')") from None
-    authored = [n.op_type for n in model.graph.node]
+        # ORT expands an ONNX function op that has no kernel for the type (RMSNormalization-23,
+        # Attention-23, RotaryEmbedding-23) into its body; the error then names a body node.
+        body = "" if missing.split("(")[0] in authored else " (a node of its ONNX function body)"
+        raise Unsupported(f"{g.op}: no CPU kernel for {dtype} in ORT {ort.__version__}: "
+                          f"'Could not find an implementation for {missing}'{body}") from None
     label = f"{g.op} ({_SHORT[dt]}; {g.layout})"
     if via_f32:
         label = (f"Cast bf16->f32, {g.op} in f32, Cast f32->bf16 (casts in the graph, timed; "

@@ -1,5 +1,5 @@
 """This machine's rooflines, measured in the peers benchmark's own run (the same minutes and
-threads as the cases): copy bandwidth, the f32 GEMM rate and the bf16 GEMM rate through the
+threads as the cases): copy and read bandwidth, the f32 GEMM rate and the bf16 GEMM rate through the
 fastest path PyTorch's oneDNN takes on this CPU (AMX tiles, avx512_bf16's vdpbf16ps, or f32 when
 the CPU has neither), and which path that was, read from oneDNN's own verbose log.
 """
@@ -66,6 +66,8 @@ def measure(threads, n=2048, copy_mib=256):
     src = torch.ones(copy_mib << 18)  # float32: copy_mib MiB
     dst = torch.empty_like(src)
     copy_s = _median_seconds(lambda: dst.copy_(src), 9)
+    # Reading alone (decoding attention only reads its KV cache): a sum over the same bytes.
+    read_s = _median_seconds(lambda: src.sum(), 9)
     a, b = torch.randn(n, n), torch.randn(n, n)
     c = torch.empty(n, n)
     sgemm_s = _median_seconds(lambda: torch.mm(a, b, out=c), 5)
@@ -78,6 +80,8 @@ def measure(threads, n=2048, copy_mib=256):
     return {
         "copy_gbs": 2 * (copy_mib << 20) / copy_s / 1e9,
         "copy_how": f"{copy_mib} MiB Tensor.copy_, read + write",
+        "read_gbs": (copy_mib << 20) / read_s / 1e9,
+        "read_how": f"{copy_mib} MiB Tensor.sum, read only",
         "sgemm_gflops": flops / sgemm_s / 1e9,
         "bf16_gemm_gflops": flops / bf16_s / 1e9,
         "bf16_how": (f"torch.mm {n}^3 bf16 through oneDNN {isa}" if isa

@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 base=$("$repo/tests/python/venv.sh")
-key=$(cat "$here/requirements.txt" "$here/ggml/build.sh" | sha256sum | cut -c1-12)
+key=$(cat "$here/requirements.txt" "$here/ggml/build.sh" "$here/ggml/ggml_peer.cpp" | sha256sum | cut -c1-12)
 root=${BACKPLANE_VENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/backplane}
 venv=$root/bench-peers-$key
 exec 9>"$venv.lock"

@@ -44,6 +44,9 @@ trap 'rm -rf "$work"' EXIT
 
 tar -xzf "$sdist" -C "$work" --strip-components=3 "$sdist_name/vendor/llama.cpp/ggml"
 src=$work/ggml
+# The sdist leaves out ggml.pc.in, the pkg-config template CMakeLists.txt configures; nothing
+# here uses pkg-config, so an empty one stands in.
+[ -f "$src/ggml.pc.in" ] || : >"$src/ggml.pc.in"
 
 # GGML_BUILD_TESTS/EXAMPLES default to ON for a standalone ggml, but the vendored copy carries
 # neither folder. GGML_BLAS and the GPU backends are off by default on Linux; the CPU backend

@@ -535,9 +535,27 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
   // P.V only for rows that exist (decoding fills few of a block's lanes).
   const int64_t pv_rows = nrows;
 
+  // Decoding bf16 with unit-stride rows of whole vectors: K and V read as they lie, widened in
+  // registers (a converted copy would cost more than the bf16 stream it saves).
+  const bool bf16_rows = dot && p.dtype == DType::kBF16 && p.k.stride[3] == 1 &&
+                         p.v.stride[3] == 1 && D % N == 0 && DV == dvp;
+
   for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = std::min(bk, kv.hi - j0)) {
     const float* va;
     int64_t v_rs = 0, panel_keys = 0, key0 = 0;
+    if (bf16_rows) {
+      const auto* kb = reinterpret_cast<const uint16_t*>(kbase) + j0 * p.k.stride[2];
+      const auto* vb = reinterpret_cast<const uint16_t*>(vbase) + j0 * p.v.stride[2];
+      QKDot<DType::kBF16>(nrows, bq, nk, kb, p.k.stride[2], buf.qr, dp, D, buf.st);
+      const ScoreArgs sa{buf.st,     buf.bias, bq, j0, scale2, has_mask,
+                         static_cast<float>(j0 + nk - 1) > min_lim};
+      if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
+      SoftmaxMax<NR>(buf, sa, nk);
+      SoftmaxExp<NR>(buf, sa, nk);
+      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk, buf.o,
+                               dvp, buf.alpha);
+      continue;
+    }
     if (dot) {
       // Decoding: K rows streamed as they lie (or converted), V rows likewise.
       const float* ka;

@@ -12,6 +12,9 @@
 
 #include <cstdint>
 
+#include "common/simd-inl.h"
+#include "cpu/problem.hpp"
+
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
 namespace HWY_NAMESPACE {
@@ -19,6 +22,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
+using kernels::HWY_NAMESPACE::LoadF;
 
 // Register tiles: 32 vector registers on AVX-512, 16 on AVX2/SSE4.
 //   Q.K^T: kQkRows keys x 2 query vectors;  P.V: kPvRows queries x kPvVecs head_dim vectors.
@@ -66,10 +70,16 @@ HWY_INLINE void TileQKPanel(int64_t rows, const float* HWY_RESTRICT tiles, const
   }
 }
 
+// K or V elements of storage T (fp32, or bf16 read straight from the caller's rows when
+// decoding, widened in registers: no converted copy).
+template <DType T>
+using Elem = typename Storage<T>::type;
+
 // Few query rows (decoding): S^T[j][r] = dot(K[j], Q[r]) along head_dim, for R rows and KB
 // keys at a time; Q rows are zero padded to dp, K rows are read with full (then masked) loads.
-template <int R, int KB>
-HWY_INLINE void DotTile(const float* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
+// Rows of bf16 K need whole vectors (depth a multiple of the lanes).
+template <int R, int KB, DType T = DType::kF32>
+HWY_INLINE void DotTile(const Elem<T>* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
                         int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -79,19 +89,21 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT k, int64_t lda, const float* H
   int64_t p = 0;
   for (; p + N <= depth; p += N) {
     VF kv[KB];
-    for (int kk = 0; kk < KB; ++kk) kv[kk] = hn::LoadU(d, k + kk * lda + p);
+    for (int kk = 0; kk < KB; ++kk) kv[kk] = LoadF<T>(d, k + kk * lda, p);
     for (int r = 0; r < R; ++r) {
       const VF qv = hn::LoadU(d, q + r * dp + p);
       for (int kk = 0; kk < KB; ++kk) acc[r][kk] = hn::MulAdd(qv, kv[kk], acc[r][kk]);
     }
   }
-  if (p < depth) {
-    const auto tail = hn::FirstN(d, static_cast<size_t>(depth - p));
-    VF kv[KB];
-    for (int kk = 0; kk < KB; ++kk) kv[kk] = hn::MaskedLoad(tail, d, k + kk * lda + p);
-    for (int r = 0; r < R; ++r) {
-      const VF qv = hn::LoadU(d, q + r * dp + p);
-      for (int kk = 0; kk < KB; ++kk) acc[r][kk] = hn::MulAdd(qv, kv[kk], acc[r][kk]);
+  if constexpr (T == DType::kF32) {
+    if (p < depth) {
+      const auto tail = hn::FirstN(d, static_cast<size_t>(depth - p));
+      VF kv[KB];
+      for (int kk = 0; kk < KB; ++kk) kv[kk] = hn::MaskedLoad(tail, d, k + kk * lda + p);
+      for (int r = 0; r < R; ++r) {
+        const VF qv = hn::LoadU(d, q + r * dp + p);
+        for (int kk = 0; kk < KB; ++kk) acc[r][kk] = hn::MulAdd(qv, kv[kk], acc[r][kk]);
+      }
     }
   }
   for (int r = 0; r < R; ++r)
@@ -142,9 +154,10 @@ HWY_INLINE VF ReduceTree(const VF* a) {
 }
 
 // R rows x (lanes / R) keys of dot products, reduced together by ReduceTree.
-template <int R>
-HWY_INLINE void DotTileTree(const float* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
-                            int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst) {
+template <int R, DType T>
+HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda,
+                            const float* HWY_RESTRICT q, int64_t dp, int64_t depth,
+                            float* HWY_RESTRICT st, int64_t ldst) {
   constexpr int KB = kLanes / R;
   const DF d;
   const int64_t N = kLanes;
@@ -155,18 +168,20 @@ HWY_INLINE void DotTileTree(const float* HWY_RESTRICT k, int64_t lda, const floa
     VF qv[R];
     for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
     for (int kk = 0; kk < KB; ++kk) {
-      const VF kv = hn::LoadU(d, k + kk * lda + p);
+      const VF kv = LoadF<T>(d, k + kk * lda, p);
       hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // K streams from L3/DRAM when decoding
       for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
     }
   }
-  if (p < depth) {
-    const auto tail = hn::FirstN(d, static_cast<size_t>(depth - p));
-    VF qv[R];
-    for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
-    for (int kk = 0; kk < KB; ++kk) {
-      const VF kv = hn::MaskedLoad(tail, d, k + kk * lda + p);
-      for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
+  if constexpr (T == DType::kF32) {
+    if (p < depth) {
+      const auto tail = hn::FirstN(d, static_cast<size_t>(depth - p));
+      VF qv[R];
+      for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
+      for (int kk = 0; kk < KB; ++kk) {
+        const VF kv = hn::MaskedLoad(tail, d, k + kk * lda + p);
+        for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
+      }
     }
   }
   HWY_ALIGN float sums[kLanes];
@@ -175,32 +190,35 @@ HWY_INLINE void DotTileTree(const float* HWY_RESTRICT k, int64_t lda, const floa
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
-template <int R>
-HWY_INLINE void DotRows(int64_t nk, const float* k, int64_t lda, const float* q, int64_t dp,
+template <int R, DType T>
+HWY_INLINE void DotRows(int64_t nk, const Elem<T>* k, int64_t lda, const float* q, int64_t dp,
                         int64_t depth, float* st, int64_t ldst) {
   int64_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   constexpr int KB = kLanes / R;
-  for (; j + KB <= nk; j += KB) DotTileTree<R>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+  for (; j + KB <= nk; j += KB)
+    DotTileTree<R, T>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
 #endif
   for (; j + kDotKeys <= nk; j += kDotKeys)
-    DotTile<R, kDotKeys>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
-  for (; j < nk; ++j) DotTile<R, 1>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+    DotTile<R, kDotKeys, T>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+  for (; j < nk; ++j) DotTile<R, 1, T>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
 }
 
 // All nrows (<= kDotMaxRows) rows, four at a time (Q rows past nrows are zeros); the block's
 // other lanes are left alone.
-HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const float* k, int64_t lda,
+template <DType T = DType::kF32>
+HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const Elem<T>* k, int64_t lda,
                       const float* q, int64_t dp, int64_t depth, float* st) {
-  if (nrows == 1) return DotRows<1>(nk, k, lda, q, dp, depth, st, bq);
-  if (nrows == 2) return DotRows<2>(nk, k, lda, q, dp, depth, st, bq);
-  for (int64_t r = 0; r < nrows; r += 4) DotRows<4>(nk, k, lda, q + r * dp, dp, depth, st + r, bq);
+  if (nrows == 1) return DotRows<1, T>(nk, k, lda, q, dp, depth, st, bq);
+  if (nrows == 2) return DotRows<2, T>(nk, k, lda, q, dp, depth, st, bq);
+  for (int64_t r = 0; r < nrows; r += 4)
+    DotRows<4, T>(nk, k, lda, q + r * dp, dp, depth, st + r, bq);
 }
 
 // O rows: C[r][v] = alpha[r] * C[r][v] + sum_{j < depth} P[j * ldp + r] * V[j * ldv + v * N],
 // for MR rows (queries) and NV vectors (head_dim).
-template <int MR, int NV>
-HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const float* HWY_RESTRICT v,
+template <int MR, int NV, DType T>
+HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const Elem<T>* HWY_RESTRICT v,
                        int64_t ldv, int64_t depth, float* HWY_RESTRICT c, int64_t ldc,
                        const float* HWY_RESTRICT alpha) {
   const DF d;
@@ -212,7 +230,7 @@ HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const float* H
   }
   for (int64_t j = 0; j < depth; ++j) {
     VF bv[NV];
-    for (int n = 0; n < NV; ++n) bv[n] = hn::LoadU(d, v + j * ldv + n * N);
+    for (int n = 0; n < NV; ++n) bv[n] = LoadF<T>(d, v + j * ldv, static_cast<int64_t>(n * N));
     for (int r = 0; r < MR; ++r) {
       const VF av = hn::Set(d, pt[j * ldp + r]);
       for (int n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(av, bv[n], acc[r][n]);
@@ -233,50 +251,52 @@ HWY_INLINE int64_t ChunkVecs(int64_t n, int64_t vecs) {
 // rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
 // Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
 // key within the panels.
-template <int MR>
-HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const float* v, int64_t ldv,
-                           int64_t panel_keys, int64_t key0, int64_t depth, float* c, int64_t ldc,
-                           const float* alpha) {
+template <int MR, DType T>
+HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Elem<T>* v,
+                           int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
+                           int64_t ldc, const float* alpha) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
   for (int64_t n = 0; n < vecs;) {
     const int64_t nv = ChunkVecs(n, vecs);
-    const float* vc = v + n * N;
+    const Elem<T>* vc = v + n * N;
     int64_t lc = ldv;
     if (panel_keys > 0) {
       vc = v + n * N * panel_keys + key0 * nv * N;
       lc = nv * N;
     }
     if (nv == kPvVecs) {
-      TilePV<MR, kPvVecs>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+      TilePV<MR, kPvVecs, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
     } else if (nv == 2) {
-      TilePV<MR, 2>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+      TilePV<MR, 2, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
     } else {
-      TilePV<MR, 1>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+      TilePV<MR, 1, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
     }
     n += nv;
   }
 }
 
-HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp, const float* v,
-                           int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
-                           int64_t ldc, const float* alpha) {
+// Rows of V are fp32, or (T bf16, decoding) the caller's bf16 rows widened in registers.
+template <DType T = DType::kF32>
+HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp,
+                           const Elem<T>* v, int64_t ldv, int64_t panel_keys, int64_t key0,
+                           int64_t depth, float* c, int64_t ldc, const float* alpha) {
   int64_t r = 0;
   for (; r + kPvRows <= rows; r += kPvRows)
-    TilePVCols<kPvRows>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+    TilePVCols<kPvRows, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
                         alpha + r);
   if constexpr (kPvRows > 4) {
     if (r + 4 <= rows) {
-      TilePVCols<4>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+      TilePVCols<4, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
                     alpha + r);
       r += 4;
     }
   }
   if (r + 2 <= rows) {
-    TilePVCols<2>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+    TilePVCols<2, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
     r += 2;
   }
   if (r < rows) {
-    TilePVCols<1>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+    TilePVCols<1, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
   }
 }
 
