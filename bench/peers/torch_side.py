@@ -97,6 +97,9 @@ def _build(case, dtype, threads, inputs, compiled):
             out.copy_(value)
 
     if compiled:
+        # Each case compiles afresh: the cases share these functions' code objects, and
+        # Dynamo's recompile limit (8 per code object) would otherwise refuse the later cases.
+        torch._dynamo.reset()
         f_alloc = torch.compile(f, fullgraph=True, dynamic=False)
         f_into = torch.compile(into, fullgraph=True, dynamic=False)
         label = f"torch.compile({label})"

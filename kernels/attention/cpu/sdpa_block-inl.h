@@ -486,6 +486,13 @@ HWY_INLINE const Panels& PanelsFor(const Problem& p, const Plan& plan, int64_t b
   return pn;
 }
 
+// Asks for a block's V rows while Q.K^T streams its K rows (decoding reads both from DRAM).
+HWY_INLINE void PrefetchRows(const void* first, int64_t row_bytes, int64_t rows, int64_t bytes) {
+  const char* base = static_cast<const char*>(first);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < bytes; b += 64) hwy::Prefetch(base + r * row_bytes + b);
+}
+
 template <int NR>
 void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t rb, int64_t split,
               float* partial) {
@@ -546,9 +553,10 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     if (bf16_rows) {
       const auto* kb = reinterpret_cast<const uint16_t*>(kbase) + j0 * p.k.stride[2];
       const auto* vb = reinterpret_cast<const uint16_t*>(vbase) + j0 * p.v.stride[2];
+      PrefetchRows(vb, p.v.stride[2] * 2, nk, DV * 2);
       QKDot<DType::kBF16>(nrows, bq, nk, kb, p.k.stride[2], buf.qr, dp, D, buf.st);
-      const ScoreArgs sa{buf.st,     buf.bias, bq, j0, scale2, has_mask,
-                         static_cast<float>(j0 + nk - 1) > min_lim};
+      const ScoreArgs sa{
+          buf.st, buf.bias, bq, j0, scale2, has_mask, static_cast<float>(j0 + nk - 1) > min_lim};
       if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
       SoftmaxMax<NR>(buf, sa, nk);
       SoftmaxExp<NR>(buf, sa, nk);
@@ -570,6 +578,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
         ka = buf.kbuf;
         k_rs = D;
       }
+      PrefetchRows(vbase + j0 * p.v.stride[2] * es, p.v.stride[2] * es, nk, DV * es);
       QKDot(nrows, bq, nk, ka, k_rs, buf.qr, dp, D, buf.st);
       if (v_direct) {
         va = reinterpret_cast<const float*>(vbase) + j0 * p.v.stride[2];

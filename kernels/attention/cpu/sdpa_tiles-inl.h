@@ -155,9 +155,8 @@ HWY_INLINE VF ReduceTree(const VF* a) {
 
 // R rows x (lanes / R) keys of dot products, reduced together by ReduceTree.
 template <int R, DType T>
-HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda,
-                            const float* HWY_RESTRICT q, int64_t dp, int64_t depth,
-                            float* HWY_RESTRICT st, int64_t ldst) {
+HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
+                            int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst) {
   constexpr int KB = kLanes / R;
   const DF d;
   const int64_t N = kLanes;
@@ -283,20 +282,22 @@ HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t 
   int64_t r = 0;
   for (; r + kPvRows <= rows; r += kPvRows)
     TilePVCols<kPvRows, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                        alpha + r);
+                           alpha + r);
   if constexpr (kPvRows > 4) {
     if (r + 4 <= rows) {
       TilePVCols<4, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                    alpha + r);
+                       alpha + r);
       r += 4;
     }
   }
   if (r + 2 <= rows) {
-    TilePVCols<2, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+    TilePVCols<2, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                     alpha + r);
     r += 2;
   }
   if (r < rows) {
-    TilePVCols<1, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc, alpha + r);
+    TilePVCols<1, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                     alpha + r);
   }
 }
 
