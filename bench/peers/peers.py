@@ -183,6 +183,11 @@ def run_case(case, dtype, side_names, rounds, block_s, threads, log):
     return entries
 
 
+def is_compute_bound(case):
+    """Causal prefill is judged by its multiply rate; decode and the layers by their bytes."""
+    return case["op"] == "attention" and bool(case["causal"])
+
+
 def judge(results, rooflines):
     """The goals of issue 23, each with its measured figure."""
     goals = []
@@ -196,12 +201,21 @@ def judge(results, rooflines):
             if mine is None or not peers:
                 continue
             best, who = min(peers)
-            goals.append({"goal": f"{key} ({mode}): >= 1.2x the fastest peer ({who})",
-                          "measured": best / mine, "target": 1.2})
+            goal = {"goal": f"{key} ({mode}): >= 1.2x the fastest peer ({who})",
+                    "measured": best / mine, "target": 1.2}
+            if best / mine < 1.2 and not is_compute_bound(case):
+                # A peer that already moves its bytes near the machine's copy rate leaves no
+                # 1.2x: the bound is the bytes over the copy bandwidth, measured in this run.
+                need = 1.2 * moved_bytes(case, dtype) / (best / 1e3) / 1e9
+                if need > rooflines["copy_gbs"]:
+                    goal["bound"] = (f"1.2x {who} needs {need:.1f} GB/s over the op's bytes, "
+                                     f"above this run's copy bandwidth "
+                                     f"({rooflines['copy_gbs']:.1f} GB/s)")
+            goals.append(goal)
         mine = bp.get("out_ms")
         if mine is None:
             continue
-        if case["op"] == "attention" and case["causal"]:
+        if is_compute_bound(case):
             rate = attention_flops(case) / (mine / 1e3) / 1e9
             roof, name, target = ((rooflines["bf16_gemm_gflops"], "bf16 GEMM", 0.5)
                                   if dtype == "bfloat16"
@@ -256,11 +270,11 @@ def markdown(report):
                  f"sgemm {roof['sgemm_gflops']:.0f} GFLOP/s; bf16 GEMM "
                  f"{roof['bf16_gemm_gflops']:.0f} GFLOP/s ({roof['bf16_how']}).")
     lines.append("")
-    lines.append("| goal | measured | target | |")
-    lines.append("|---|---:|---:|:---:|")
+    lines.append("| goal | measured | target | | measured bound |")
+    lines.append("|---|---:|---:|:---:|---|")
     for g in report["goals"]:
         lines.append(f"| {g['goal']} | {g['measured']:.2f} | {g['target']:.2f} | "
-                     f"{'PASS' if g['pass'] else 'FAIL'} |")
+                     f"{'PASS' if g['pass'] else 'FAIL'} | {g.get('bound', '')} |")
     lines.append("")
     lines.append("What ran:")
     for key, r in report["results"].items():

@@ -79,5 +79,12 @@ llama_commit=$(tar -xzOf "$sdist" "$sdist_name/.git/modules/vendor/llama.cpp/HEA
   | cut -c1-9 || true)
 line="ggml ${ggml_version:-unknown} from llama-cpp-python $sdist_version"
 [ -n "$llama_commit" ] && line="$line (llama.cpp $llama_commit)"
+# The CPU backend runs a graph's threads as an OpenMP parallel region when CMake found OpenMP
+# (GGML_OPENMP, on by default), else on ggml's own threadpool: the line says which was built.
+if ldd "$GGML_PREFIX/lib/libggml-cpu.so" | grep -qE 'lib(g|i)?omp'; then
+  line="$line, CPU backend, OpenMP threads"
+else
+  line="$line, CPU backend, ggml threadpool"
+fi
 echo "$line" >"$GGML_PREFIX/VERSION"
 echo "ggml/build.sh: built $line into $GGML_PREFIX" >&2

@@ -1,0 +1,107 @@
+"""The peers benchmark's harness (bench/peers/peers.py) on small cases: what it measures is only
+worth its checks, so these hold them. Each backplane case runs the real kernels through the
+backplane_peer shim against the float64 reference, every side of cases.json's ops is covered,
+a side that computes something else is reported wrong and not timed, and the goals' verdicts
+and bounds follow from the figures. Timings are not asserted.
+
+    python peers_harness_check.py BACKPLANE_PEER_LIB
+"""
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench" / "peers"))
+
+import peers  # noqa: E402
+
+SMALL = [
+    {"name": "attention_prefill", "op": "attention", "batch": 1, "q_heads": 4, "kv_heads": 2,
+     "q_len": 70, "kv_len": 70, "head_dim": 64, "causal": True},
+    {"name": "attention_decode", "op": "attention", "batch": 1, "q_heads": 8, "kv_heads": 2,
+     "q_len": 1, "kv_len": 300, "head_dim": 128, "causal": False},
+    {"name": "rmsnorm", "op": "rmsnorm", "rows": 33, "hidden": 256, "eps": 1e-6},
+    {"name": "silu_and_mul", "op": "silu_and_mul", "rows": 17, "hidden": 160},
+    {"name": "rotary", "op": "rotary", "batch": 1, "heads": 3, "seq": 40, "head_dim": 64,
+     "theta": 10000.0, "style": "neox"},
+]
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+class _WrongSide:
+    """Returns twice the right answer: the harness must call it wrong."""
+    threads = 1
+    label = "doubles the reference"
+    run_alloc = None
+
+    def __init__(self, case, inputs):
+        self._want = peers.reference(case, inputs)
+
+    def run_out(self):
+        pass
+
+    def result(self):
+        return {k: (2 * v).float() for k, v in self._want.items()}
+
+
+def main():
+    os.environ["BENCH_PEERS_BACKPLANE_LIB"] = sys.argv[1]
+    log = lambda text: None  # noqa: E731
+    peers.SIDES["doubled"] = ("peers_harness_check", "build_wrong")
+    results = {}
+    for case in SMALL:
+        for dtype in ("float32", "bfloat16"):
+            key = f"{case['name']}_{dtype}"
+            entries = peers.run_case(case, dtype, ["backplane", "torch eager", "doubled"],
+                                     rounds=1, block_s=0.001, threads=1, log=log)
+            bp = entries["backplane"]
+            check(bp["status"] == "ok", f"{key}: backplane {bp['status']}")
+            check(bp["error"] is not None and bp["error"] <= peers.TOLERANCE[dtype],
+                  f"{key}: backplane error {bp['error']}")
+            check(bp["out_ms"] is not None and bp["out"] >= 1, f"{key}: backplane was not timed")
+            eager = entries["torch eager"]
+            check(eager["status"] == "ok", f"{key}: torch eager {eager['status']}")
+            wrong = entries["doubled"]
+            check(wrong["status"].startswith("wrong: relative error"),
+                  f"{key}: a side doubling the answer is '{wrong['status']}'")
+            check(wrong["out_ms"] is None, f"{key}: a wrong side was timed")
+            results[key] = {"case": case, "dtype": dtype, "sides": entries}
+
+    # The verdicts follow the figures: a made-up peer 1.5x slower passes, one 1.1x slower fails,
+    # and when the peer already moves its bytes above copy / 1.2, the bound says so.
+    roofs = {"copy_gbs": 30.0, "read_gbs": 30.0, "sgemm_gflops": 100.0,
+             "bf16_gemm_gflops": 300.0}
+    case = {"name": "rms", "op": "rmsnorm", "rows": 4096, "hidden": 4096, "eps": 1e-6}
+    bytes_gb = peers.moved_bytes(case, "float32") / 1e9
+    mine_ms = bytes_gb / 30.0 * 1e3  # backplane at exactly the copy rate
+    made_up = {"r": {"case": case, "dtype": "float32", "sides": {
+        "backplane": {"out_ms": mine_ms, "alloc_ms": mine_ms},
+        "slow": {"out_ms": 1.5 * mine_ms, "alloc_ms": 1.1 * mine_ms}}}}
+    goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
+    out = next(g for k, g in goals.items() if "(out)" in k)
+    alloc = next(g for k, g in goals.items() if "(alloc)" in k)
+    bandwidth = next(g for k, g in goals.items() if "copy bandwidth" in k)
+    check(out["pass"] and abs(out["measured"] - 1.5) < 1e-9, f"1.5x peer: {out}")
+    check(not alloc["pass"] and "bound" in alloc, f"1.1x peer at 0.91 of copy: {alloc}")
+    check("bound" not in out, f"a goal met carries no bound: {out}")
+    check(bandwidth["pass"] and abs(bandwidth["measured"] - 1.0) < 1e-9, f"bandwidth: {bandwidth}")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print(f"peers harness: {len(results)} small cases, every check held")
+    return 0
+
+
+def build_wrong(case, dtype, threads, inputs):
+    return _WrongSide(case, inputs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
