@@ -18,7 +18,8 @@ bf16: ggml 0.25.x has CPU kernels in bf16 for flash attention (K/V) and swiglu, 
 rms_norm and rope (F32 only / F32 and F16). BENCH_PEERS_GGML_BF16 picks what a bf16 case runs:
 "native" (the bf16 kernel; an op without one is n/a), "via_f32" (every op in f32 between
 ggml_cast nodes inside the graph, timed: what llama.cpp does with bf16 data around an f32-only
-op), unset: native where the kernel exists, else via_f32. The label says which ran.
+op), unset: native where the kernel exists and is not slower (_SLOWER_NATIVE), else via_f32. The
+label says which ran and why.
 
 Layouts: ggml's ne order is torch's reversed, so attention's q/k/v [B, H, S, D] are ggml's
 [D, S, H, B] as they are; its output is ggml's permuted [B, S, Hq, D] (f32; bf16 via_f32),
@@ -126,14 +127,28 @@ def _bf16_choice():
     return choice
 
 
-def _make_plan(make, dtype):
+# Ops whose native bf16 kernel measured slower than the via_f32 graph (2026-12-02, AMD EPYC,
+# 2 threads): the default is each side's fastest way, so they run via_f32 unless
+# BENCH_PEERS_GGML_BF16=native. Flash attention with BF16 K/V leaves its tiled kernel (F32/F16
+# K/V only) for the per-row one: 942 ms against 255 ms via f32 for the causal prefill case;
+# swiglu's BF16 kernel is a scalar loop: 151 ms against 17 ms in f32.
+_SLOWER_NATIVE = {
+    "attention": "BF16 K/V take flash_attn_ext's per-row kernel, measured 3.7x slower",
+    "silu_and_mul": "ggml_swiglu's BF16 kernel is scalar, measured slower than casting",
+}
+
+
+def _make_plan(make, dtype, op):
     """(plan, via_f32, why): the native graph unless the dtype is bf16 and BENCH_PEERS_GGML_BF16
-    says via_f32, or is unset and ggml has no bf16 kernel for the op (why says so)."""
+    says via_f32, or is unset and ggml has no bf16 kernel for the op, or a slower one (why
+    says so)."""
     if dtype != "bfloat16":
         return _plan(make, False), False, ""
     choice = _bf16_choice()
     if choice == "via_f32":
         return _plan(make, True), True, ""
+    if choice == "" and op in _SLOWER_NATIVE:
+        return _plan(make, True), True, _SLOWER_NATIVE[op]
     try:
         return _plan(make, False), False, ""
     except _NoNativeKernel as e:
@@ -194,7 +209,7 @@ def _attention(case, dtype, threads, inputs):
                                        v.data_ptr(), outs["out"].data_ptr(),
                                        _dims(b, hq, hkv, sq, skv, d), int(causal), threads)
 
-    plan, via_f32, why = _make_plan(make, dtype)
+    plan, via_f32, why = _make_plan(make, dtype, "attention")
     mask = "causal mask f16 [kv_len, q_len] made once" if causal else "no mask"
     if dtype == "float32":
         what = "Q/K/V f32, out f32"
@@ -220,7 +235,7 @@ def _rmsnorm(case, dtype, threads, inputs):
         return lib.ggml_peer_rmsnorm(ref, code, via_f32, x.data_ptr(), w.data_ptr(),
                                      out.data_ptr(), x.shape[0], x.shape[1], case["eps"], threads)
 
-    plan, via_f32, why = _make_plan(make, dtype)
+    plan, via_f32, why = _make_plan(make, dtype, "rmsnorm")
     fused = os.environ.get("GGML_CPU_DISABLE_FUSION") != "1"
     what = ("ggml_rms_norm + ggml_mul" + (" (fused by the CPU backend)" if fused else "")
             + ", weight f32")
@@ -237,7 +252,7 @@ def _silu_and_mul(case, dtype, threads, inputs):
         return lib.ggml_peer_silu_and_mul(ref, code, via_f32, x.data_ptr(), out.data_ptr(),
                                           x.shape[0], x.shape[1] // 2, threads)
 
-    plan, via_f32, why = _make_plan(make, dtype)
+    plan, via_f32, why = _make_plan(make, dtype, "silu_and_mul")
     return _Side(plan, threads, _label("ggml_swiglu on the [2H] row", plan, via_f32, why),
                  (x, out), lambda: {"out": out.float()})
 
@@ -255,7 +270,7 @@ def _rotary(case, dtype, threads, inputs):
         return lib.ggml_peer_rotary(ref, code, via_f32, q.data_ptr(), k.data_ptr(),
                                     pos.data_ptr(), _dims(b, s, h, d), case["theta"], threads)
 
-    plan, via_f32, why = _make_plan(make, dtype)
+    plan, via_f32, why = _make_plan(make, dtype, "rotary")
     what = ("ggml_rope_ext neox, q and k in one graph, in place (ggml_rope_ext_inplace; "
             "run_alloc: ggml_rope_ext into fresh tensors), on llama.cpp's [B, S, H, D] copies")
     return _Side(plan, threads, _label(what, plan, via_f32, why), (q, k, pos),
