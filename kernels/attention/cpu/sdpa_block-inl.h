@@ -548,23 +548,15 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
                          p.v.stride[3] == 1 && D % N == 0 && DV == dvp;
 
   for (int64_t j0 = kv.lo, nk = kv.first; j0 < kv.hi; j0 += nk, nk = std::min(bk, kv.hi - j0)) {
-    const float* va;
+    const float* va = nullptr;
     int64_t v_rs = 0, panel_keys = 0, key0 = 0;
+    const uint16_t* vb = nullptr;  // bf16_rows: the block's V rows as they lie
     if (bf16_rows) {
       const auto* kb = reinterpret_cast<const uint16_t*>(kbase) + j0 * p.k.stride[2];
-      const auto* vb = reinterpret_cast<const uint16_t*>(vbase) + j0 * p.v.stride[2];
+      vb = reinterpret_cast<const uint16_t*>(vbase) + j0 * p.v.stride[2];
       PrefetchRows(vb, p.v.stride[2] * 2, nk, DV * 2);
       QKDot<DType::kBF16>(nrows, bq, nk, kb, p.k.stride[2], buf.qr, dp, D, buf.st);
-      const ScoreArgs sa{
-          buf.st, buf.bias, bq, j0, scale2, has_mask, static_cast<float>(j0 + nk - 1) > min_lim};
-      if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
-      SoftmaxMax<NR>(buf, sa, nk);
-      SoftmaxExp<NR>(buf, sa, nk);
-      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk, buf.o,
-                               dvp, buf.alpha);
-      continue;
-    }
-    if (dot) {
+    } else if (dot) {
       // Decoding: K rows streamed as they lie (or converted), V rows likewise.
       const float* ka;
       int64_t k_rs;
@@ -608,7 +600,13 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     SoftmaxExp<NR>(buf, sa, nk);
 
     // O = alpha O + P V_blk
-    TilePVRows(pv_rows, dvp / N, buf.st, bq, va, v_rs, panel_keys, key0, nk, buf.o, dvp, buf.alpha);
+    if (bf16_rows) {
+      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk, buf.o,
+                               dvp, buf.alpha);
+    } else {
+      TilePVRows(pv_rows, dvp / N, buf.st, bq, va, v_rs, panel_keys, key0, nk, buf.o, dvp,
+                 buf.alpha);
+    }
   }
 
   FinishBlock(p, plan, b, hk, rb, buf, partial);
