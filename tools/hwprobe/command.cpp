@@ -42,6 +42,8 @@ const std::vector<Command>& commands() {
       {"plugins", "the plugin search path and what became of each manifest", &run_plugins},
       {"select", "the device training, inference or pipeline() would use, and why", &run_select},
       {"plan", "where from_pretrained(device_map=...) puts each module of a model", &run_plan},
+      {"estimate", "what a model needs in memory, as accelerate estimate-memory prints it",
+       &run_estimate},
       {"attention", "which attention kernel each attn_implementation value runs, and why",
        &run_attention},
   };

@@ -42,5 +42,6 @@ int run_plugins(const std::vector<std::string>& args);
 int run_select(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_attention(const std::vector<std::string>& args);
+int run_estimate(const std::vector<std::string>& args);
 
 }  // namespace hwprobe
