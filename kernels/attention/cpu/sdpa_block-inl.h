@@ -164,6 +164,28 @@ BlockBuffers AllocBuffers(const Problem& p, const Plan& plan) {
   return b;
 }
 
+using kernels::HWY_NAMESPACE::StoreF;
+
+// dst[0..n) = src[0..n) * inv in dtype T, whole vectors then the tail.
+template <DType T>
+HWY_INLINE void ScaleRowTo(const float* src, float inv, int64_t n, void* dst) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF scale = hn::Set(d, inv);
+  int64_t c = 0;
+  for (; c + N <= n; c += N) StoreF<T>(d, hn::Mul(hn::LoadU(d, src + c), scale), dst, c);
+  for (; c < n; ++c) {
+    const float x = src[c] * inv;
+    if constexpr (T == DType::kF32) {
+      static_cast<float*>(dst)[c] = x;
+    } else if constexpr (T == DType::kBF16) {
+      static_cast<uint16_t*>(dst)[c] = f32_to_bf16(x);
+    } else {
+      static_cast<uint16_t*>(dst)[c] = f32_to_f16(x);
+    }
+  }
+}
+
 // out[b, h, qi, :] = O[i][:] / l[i] for the block's rows; zeros where l == 0 (no key seen).
 void StoreBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t rb,
                 const float* o, const float* l) {
@@ -177,6 +199,22 @@ void StoreBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64
     const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
     const float* src = o + i * plan.dvp;
     const int64_t base = b * p.out.stride[0] + h * p.out.stride[1] + qi * p.out.stride[2];
+    if (cs == 1) {  // rows as they lie: vectors
+      const int64_t es = static_cast<int64_t>(dtype_size(p.dtype));
+      void* dst = static_cast<char*>(const_cast<void*>(p.out.data)) + base * es;
+      switch (p.dtype) {
+        case DType::kF32:
+          ScaleRowTo<DType::kF32>(src, inv, p.head_dim_v, dst);
+          break;
+        case DType::kBF16:
+          ScaleRowTo<DType::kBF16>(src, inv, p.head_dim_v, dst);
+          break;
+        case DType::kF16:
+          ScaleRowTo<DType::kF16>(src, inv, p.head_dim_v, dst);
+          break;
+      }
+      continue;
+    }
     switch (p.dtype) {
       case DType::kF32: {
         auto* dst = static_cast<float*>(const_cast<void*>(p.out.data)) + base;
