@@ -117,15 +117,17 @@ BACKPLANE_AMX_TARGET HWY_INLINE void AmxQK(const uint16_t* a0, const uint16_t* a
   if (J2 && I2) _tile_stored(3, c1 + 16, ldc);
 }
 
-// O tiles: C[it][ct] += P rows (tile it) x V pairs (tile ct), over key chunks of 32.
+// P.V tiles: C[it][ct] = P rows (tile it) x V pairs (tile ct), over key chunks of 32. C is a
+// block of its own, joined to O afterwards (JoinPV): loading O into the tiles would wait for
+// the vector stores that rescaled it.
 template <bool I2, bool C2>
 BACKPLANE_AMX_TARGET HWY_INLINE void AmxPV(const uint32_t* a0, const uint32_t* a1, int lda,
                                            const uint16_t* b, int ldb, int64_t chunks, float* c0,
                                            float* c1, int ldc) {
-  _tile_loadd(0, c0, ldc);
-  if (C2) _tile_loadd(1, c0 + 16, ldc);
-  if (I2) _tile_loadd(2, c1, ldc);
-  if (I2 && C2) _tile_loadd(3, c1 + 16, ldc);
+  _tile_zero(0);
+  if (C2) _tile_zero(1);
+  if (I2) _tile_zero(2);
+  if (I2 && C2) _tile_zero(3);
   for (int64_t ch = 0; ch < chunks; ++ch) {
     const uint16_t* bb = b + ch * 16 * (ldb / 2);
     _tile_loadd(4, a0 + ch * 16, lda);
@@ -365,19 +367,13 @@ BACKPLANE_AMX_TARGET void RunBlockBf16(const Problem& p, const Plan& plan, int64
       for (int64_t it = 0; it < it_count; ++it)
         Transpose16x16(pp + kc * bq + it * 16, bq, pa + it * 16 * kpairs + kc, kpairs);
 
-    // O = alpha O + P V_blk
-    for (int64_t i = 0; i < nrows; ++i) {
-      const __m512 al = _mm512_set1_ps(buf.alpha[i]);
-      float* orow = buf.o + i * dvp;
-      for (int64_t c = 0; c < dvp; c += 16)
-        _mm512_storeu_ps(orow + c, _mm512_mul_ps(_mm512_loadu_ps(orow + c), al));
-    }
+    // PV = P V_blk on the tiles, then O = alpha O + PV.
     const int ldp = static_cast<int>(kpairs * 4);
     for (int64_t it = 0; it < it_count; it += 2) {
       const bool i2 = it + 1 < it_count;
       const uint32_t* a0 = pa + it * 16 * kpairs;
       const uint32_t* a1 = a0 + 16 * kpairs;
-      float* o0 = buf.o + it * 16 * dvp;
+      float* o0 = buf.pv + it * 16 * dvp;
       float* o1 = o0 + 16 * dvp;
       for (int64_t ct = 0; ct < ct_count; ct += 2) {
         const bool c2 = ct + 1 < ct_count;
@@ -390,6 +386,15 @@ BACKPLANE_AMX_TARGET void RunBlockBf16(const Problem& p, const Plan& plan, int64
           AmxPV<false, true>(a0, a0, ldp, bv, ldo, kpairs / 16, o0 + ct * 16, o0 + ct * 16, ldo);
         else
           AmxPV<false, false>(a0, a0, ldp, bv, ldo, kpairs / 16, o0 + ct * 16, o0 + ct * 16, ldo);
+      }
+    }
+    for (int64_t i = 0; i < nrows; ++i) {
+      const __m512 al = _mm512_set1_ps(buf.alpha[i]);
+      float* orow = buf.o + i * dvp;
+      const float* pvrow = buf.pv + i * dvp;
+      for (int64_t c = 0; c < dvp; c += 16) {
+        _mm512_storeu_ps(
+            orow + c, _mm512_fmadd_ps(_mm512_loadu_ps(orow + c), al, _mm512_loadu_ps(pvrow + c)));
       }
     }
   }

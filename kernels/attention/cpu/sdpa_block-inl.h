@@ -118,6 +118,7 @@ struct BlockBuffers {
   float* vbuf;        // [bk][dvp] V block converted to f32 and padded
   float* bias;        // [bk][bq] mask bias (log2 domain); AMX: P pairs afterwards
   float* pa;          // AMX: [bq][(bk + 32) / 32 * 16] P rows as bf16 pairs
+  float* pv;          // AMX: [bq][dvp] P.V of one kv block, before it joins O
   float* row;         // one K or V row converted to f32 (panel packing)
   int64_t* mask_off;  // [bq] mask offsets of the block's rows
 };
@@ -150,6 +151,7 @@ BlockBuffers AllocBuffers(const Problem& p, const Plan& plan) {
                {&b.vbuf, bk * dvp},
                {&b.bias, bk * bq},
                {&b.pa, bq * pairs_max},
+               {&b.pv, bq * dvp},
                {&b.row, std::max(d, dvp)}};
   float* mask_off = nullptr;
   size_t total = AlignUp(2 * bq);  // mask_off: bq int64
