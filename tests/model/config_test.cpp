@@ -362,11 +362,44 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{R"({"model_type": "qwen3", "quantization_config": {"quant_method": "fp8"}})",
                 "has a quantization_config (quant_method \"fp8\"): quantized modules are not "
                 "described"},
+        // transformers' own refusals of a quantization_config (AutoQuantizationConfig.from_dict,
+        // BitsAndBytesConfig).
+        Refused{R"({"model_type": "llama", "quantization_config": {"quant_method": "bitsandbytes",
+                    "load_in_4bit": true, "load_in_8bit": true}})",
+                "quantization_config: load_in_4bit and load_in_8bit are both True, but only one "
+                "can be used at the same time"},
+        Refused{R"({"model_type": "llama", "quantization_config": {"bits": 4}})",
+                "has no `quant_method` attribute. Make sure that the model has been correctly "
+                "quantized"},
+        Refused{R"({"model_type": "llama", "quantization_config": [1]})",
+                "quantization_config must be a JSON object, found [1]"},
+        Refused{R"({"model_type": "llama", "quantization_config": {"load_in_8bit": true}})",
+                "(quant_method \"bitsandbytes_8bit\")"},
         // nn.Embedding's own refusal when the model is built: padding_idx outside it.
         Refused{R"({"model_type": "llama", "vocab_size": 100, "pad_token_id": 100})",
                 "Padding_idx must be within num_embeddings (nn.Embedding of model.embed_tokens)"},
         Refused{R"({"model_type": "llama", "vocab_size": 100, "pad_token_id": -101})",
                 "Padding_idx must be within num_embeddings"}));
+
+// A quant_method transformers does not know: from_pretrained warns, naming the ones it knows,
+// and loads the model unquantized.
+TEST(ModelFromConfig, AnUnknownQuantMethodIsDescribedUnquantizedWithTransformersWarning) {
+  const backplane::ModelDescription quantized = backplane::model_from_config_json(
+      R"({"model_type": "llama", "num_hidden_layers": 1, "quantization_config":
+          {"quant_method": "mystery", "bits": 3}})");
+  const backplane::ModelDescription dense =
+      backplane::model_from_config_json(R"({"model_type": "llama", "num_hidden_layers": 1})");
+  EXPECT_EQ(backplane::named_modules(quantized.root).size(),
+            backplane::named_modules(dense.root).size());
+  ASSERT_EQ(quantized.warnings.size(), 1u);
+  EXPECT_NE(quantized.warnings[0].find("Unknown quantization type, got mystery - supported types "
+                                       "are: ['awq', 'bitsandbytes_4bit', 'bitsandbytes_8bit', "),
+            std::string::npos)
+      << quantized.warnings[0];
+  EXPECT_NE(quantized.warnings[0].find("'mxfp4'"), std::string::npos);
+  EXPECT_NE(quantized.warnings[0].find("Hence, we will skip the quantization."), std::string::npos);
+  EXPECT_TRUE(dense.warnings.empty());
+}
 
 // What transformers builds although it looks wrong, described as it builds it (a plan equal to
 // from_pretrained's; the attention of the first would fail when it runs).

@@ -477,9 +477,12 @@ def refusals(config_class, most=16):
 def config_rules():
     """What PreTrainedConfig does for every config class, as data for the C++ side
     (core/src/model/config_rules.json): the layer types validate_layer_type accepts per list,
-    and the legacy names __post_init__ renames in layer_types and mtp_layer_types."""
+    and the legacy names __post_init__ renames in layer_types and mtp_layer_types; and the
+    quant_method names from_pretrained knows in a quantization_config (AUTO_QUANTIZER_MAPPING, in
+    the order its messages list them)."""
     import transformers
     from transformers import configuration_utils as cu
+    from transformers.quantizers.auto import AUTO_QUANTIZER_MAPPING
 
     return {
         "generated_from": "transformers " + transformers.__version__,
@@ -487,6 +490,7 @@ def config_rules():
                                   ["mlp_layer_types", list(cu.ALLOWED_MLP_LAYER_TYPES)]],
         "layer_type_renames": dict(cu._LEGACY_LAYER_TYPE_REMAP),
         "renamed_layer_lists": ["layer_types", "mtp_layer_types"],
+        "quantization_methods": list(AUTO_QUANTIZER_MAPPING.keys()),
     }
 
 

@@ -38,6 +38,11 @@ CASES = [
     ("t5", {}),
     ("gpt_neox", {"num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4,
                   "intermediate_size": 16, "vocab_size": 8}),
+    # Quantized checkpoints' configs: estimate-memory applies no quantizer (the dense model).
+    ("llama", {"num_hidden_layers": 2, "quantization_config": {
+        "quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}}),
+    ("qwen2", {"num_hidden_layers": 2, "quantization_config": {
+        "quant_method": "fp8", "weight_block_size": [128, 128]}}),
 ]
 DTYPE_ORDERS = [["float32", "float16", "int8", "int4"], ["int4", "float16"]]
 HEADERS = ["dtype", "Largest Layer", "Total Size", "Training using Adam"]
@@ -181,6 +186,18 @@ def check_refusals(tool, folder, failures):
         if run.returncode != 2 or run.stdout or needle not in run.stderr:
             failures.append(f"refusal {args}: exit {run.returncode}, stdout {run.stdout!r}, "
                             f"stderr {run.stderr.strip()!r}")
+    # from_pretrained refuses what BitsAndBytesConfig refuses; estimate-memory never builds it.
+    both = os.path.join(folder, "both-flags")
+    os.makedirs(both, exist_ok=True)
+    AutoConfig.for_model("llama", num_hidden_layers=1, quantization_config={
+        "quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}).save_pretrained(both)
+    run = subprocess.run([tool, "plan", both, "--device-map", "auto"], capture_output=True, text=True)
+    if (run.returncode != 2 or run.stdout
+            or "load_in_4bit and load_in_8bit are both True, but only one can be used" not in run.stderr):
+        failures.append(f"plan with both bnb flags: exit {run.returncode}, stdout {run.stdout!r}, "
+                        f"stderr {run.stderr.strip()!r}")
+    if hwprobe(tool, both).returncode != 0:
+        failures.append("estimate refused the config with both bnb flags (accelerate does not)")
     print("ok refusals: exit 2, nothing on stdout, the input named")
 
 

@@ -6,6 +6,8 @@
 #include <backplane/model/model.hpp>
 #include <backplane/model/model_source.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -141,6 +143,32 @@ void print_estimate(const backplane::MemoryEstimate& e, const backplane::PlanHar
   }
 }
 
+// accelerate estimate-memory builds the model from its config alone (AutoModel.from_config
+// applies no quantizer): a quantized checkpoint is sized as its dense float32 model. So a
+// config.json with a quantization_config is described without it; anything else as hwprobe
+// plan describes it.
+backplane::ModelDescription estimate_model(const backplane::ModelSource& source, bool& dense) {
+  namespace fs = std::filesystem;
+  fs::path config;
+  if (source.kind == backplane::ModelFileKind::kConfig) config = source.path;
+  if (source.kind == backplane::ModelFileKind::kWeights) {
+    config = source.path.parent_path() / "config.json";
+  }
+  std::error_code ec;
+  if (!config.empty() && fs::is_regular_file(config, ec) &&
+      fs::file_size(config, ec) < (16u << 20)) {
+    std::ifstream in(config, std::ios::binary);
+    const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+    if (json.is_object() && json.contains("quantization_config")) {
+      nlohmann::json dense_config = json;
+      dense_config.erase("quantization_config");
+      dense = true;
+      return backplane::model_from_config_json(dense_config.dump());
+    }
+  }
+  return backplane::model_from_source(source);
+}
+
 }  // namespace
 
 int run_estimate(const std::vector<std::string>& args) {
@@ -163,7 +191,15 @@ int run_estimate(const std::vector<std::string>& args) {
   }
   const std::vector<backplane::EstimateDType> dtypes = parse_dtypes(dtypes_text);
   const backplane::ModelSource source = backplane::locate_model(words.front());
-  const backplane::ModelDescription model = backplane::model_from_source(source);
+  bool dense = false;
+  const backplane::ModelDescription model = estimate_model(source, dense);
+  if (dense) {
+    std::cerr << "hwprobe: note: the config's quantization_config is left out, as accelerate "
+                 "estimate-memory leaves it out: the dense model is sized\n";
+  }
+  for (const std::string& warning : model.warnings) {
+    std::cerr << "hwprobe: warning: " << warning << "\n";
+  }
   const backplane::Runtime runtime = open_runtime(common);
   const backplane::PlanHardware hardware = backplane::plan_hardware(runtime);
   const backplane::MemoryEstimate estimate = backplane::estimate_memory(model, dtypes, hardware);

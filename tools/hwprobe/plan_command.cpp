@@ -94,6 +94,7 @@ void add_model_facts(OrderedJson& out, const backplane::ModelDescription& model,
   out["exact"] = model.approximate_because.empty();
   out["approximate_because"] = model.approximate_because;
   if (!model.unchecked.empty()) out["unchecked_validators"] = model.unchecked;
+  if (!model.warnings.empty()) out["warnings"] = model.warnings;
   out["kernel_layers"] = kernel_layers_json(model);
 }
 
@@ -419,6 +420,9 @@ int run_plan(const std::vector<std::string>& args) {
     std::cerr << "hwprobe: warning: this plan is approximate, transformers' own may differ:" << why
               << "\n  (tools/export-module-tree MODEL -o tree.json, then --tree tree.json, is "
                  "exact)\n";
+  }
+  for (const std::string& warning : model.warnings) {
+    std::cerr << "hwprobe: warning: " << warning << "\n";
   }
   for (const std::string& validator : model.unchecked) {
     std::cerr << "hwprobe: warning: " << validator

@@ -5,6 +5,7 @@
 #include "config_loader.hpp"
 
 #include "architecture_descriptor.hpp"
+#include "config_rules_data.hpp"  // generated: kConfigRulesJson
 #include "json_input.hpp"
 
 #include <backplane/error.hpp>
@@ -145,22 +146,88 @@ std::optional<DType> config_dtype(const Json& json, const std::string& what) {
   return read_dtype(Config(json, what));
 }
 
+namespace {
+
+// The quant_method names from_pretrained knows, in the order its messages list them
+// (config_rules.json, written from transformers' AUTO_QUANTIZER_MAPPING).
+const std::vector<std::string>& quantization_methods() {
+  static const std::vector<std::string> methods =
+      Json::parse(kConfigRulesJson).at("quantization_methods").get<std::vector<std::string>>();
+  return methods;
+}
+
+// ['awq', 'bitsandbytes_4bit', ...], as Python prints the list.
+std::string python_list(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (const std::string& n : names) out += (out.size() > 1 ? ", '" : "'") + n + "'";
+  return out + "]";
+}
+
+bool truthy(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return false;
+  if (it->is_boolean()) return it->get<bool>();
+  if (it->is_number()) return it->get<double>() != 0;
+  if (it->is_string()) return !it->get<std::string>().empty();
+  return !it->empty();
+}
+
+// What get_hf_quantizer makes of config.json's quantization_config: the method transformers
+// would quantize with, or nullopt when it skips quantization (an unknown quant_method: a
+// warning, and the model loads unquantized). Its refusals are transformers' own.
+std::optional<std::string> quantization_method(const Config& config, const Json& quantization,
+                                               std::vector<std::string>& warnings) {
+  if (!quantization.is_object()) {
+    config.fail("quantization_config must be a JSON object, found " + quantization.dump());
+  }
+  std::string method;
+  // AutoQuantizationConfig.from_dict: the bitsandbytes flags choose the method.
+  if (truthy(quantization, "load_in_4bit") || truthy(quantization, "load_in_8bit")) {
+    method = truthy(quantization, "load_in_4bit") ? "bitsandbytes_4bit" : "bitsandbytes_8bit";
+  } else if (quantization.contains("quant_method") && quantization["quant_method"].is_string()) {
+    method = quantization["quant_method"].get<std::string>();
+    if (method == "bitsandbytes") method = "bitsandbytes_4bit";  // neither flag: 4-bit
+  } else {
+    config.fail(
+        "quantization_config: The model's quantization config from the arguments has no "
+        "`quant_method` attribute. Make sure that the model has been correctly quantized");
+  }
+  const std::vector<std::string>& known = quantization_methods();
+  if (std::find(known.begin(), known.end(), method) == known.end()) {
+    warnings.push_back("quantization_config: Unknown quantization type, got " + method +
+                       " - supported types are: " + python_list(known) +
+                       ". Hence, we will skip the quantization. To remove the warning, you can "
+                       "delete the quantization_config attribute in config.json");
+    return std::nullopt;
+  }
+  if (truthy(quantization, "load_in_4bit") && truthy(quantization, "load_in_8bit")) {
+    config.fail(  // BitsAndBytesConfig's own check
+        "quantization_config: load_in_4bit and load_in_8bit are both True, but only one can be "
+        "used at the same time");
+  }
+  return method;
+}
+
+}  // namespace
+
 ModelDescription build_from_config(const Json& json, const std::string& what,
                                    std::optional<DType> dtype_override) {
   if (!json.is_object()) throw InvalidArgument(what + ": must be a JSON object");
   const Config config(json, what);
   const EmbeddedDescriptor& descriptor = identify(config);
+  std::vector<std::string> warnings;
   if (quantized(json)) {
-    const Json& quantization = json["quantization_config"];
-    const auto method =
-        quantization.is_object() ? quantization.find("quant_method") : quantization.end();
-    config.fail(
-        "has a quantization_config" +
-        (method != quantization.end() ? " (quant_method " + method->dump() + ")" : std::string()) +
-        ": quantized modules are not described; describe the checkpoint by its weights "
-        "(model_from_safetensors)");
+    const std::optional<std::string> method =
+        quantization_method(config, json["quantization_config"], warnings);
+    if (method) {
+      config.fail("has a quantization_config (quant_method \"" + *method +
+                  "\"): quantized modules are not described; describe the checkpoint by its "
+                  "weights (model_from_safetensors)");
+    }
   }
-  return build_from_descriptor(descriptor, json, what, dtype_override);
+  ModelDescription model = build_from_descriptor(descriptor, json, what, dtype_override);
+  model.warnings = std::move(warnings);
+  return model;
 }
 
 }  // namespace model_detail

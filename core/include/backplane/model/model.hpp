@@ -104,6 +104,10 @@ struct ModelDescription {
   // ("transformers' Phi3Config.validate_rope"): the tree is exact for a config they accept,
   // but one they refuse is described all the same. Empty for most architectures.
   std::vector<std::string> unchecked;
+  // transformers' warnings for this config, for the caller to show (one sentence each): a
+  // quantization_config whose quant_method transformers does not know (it then loads the
+  // model unquantized, as described here).
+  std::vector<std::string> warnings;
   // nullopt when not known: a tree rebuilt from weights, a tree file written before
   // export-module-tree recorded them.
   std::optional<KernelLayers> kernel_layers;
@@ -153,8 +157,11 @@ BACKPLANE_API std::vector<std::string> supported_architectures();
 //   nested deeper than 64; invalid JSON; an unknown architecture (naming the nearest described
 //   ones); a shape axis below 0 or over 2^40, a repeat over 2^16 or over 2^20 modules in all
 //   (naming the tensor and the expression that sizes it); an unknown hidden_act; a
-//   quantization_config (transformers would swap the Linear layers for the quantizer's own;
-//   model_from_safetensors describes such weights).
+//   quantization_config of a method transformers knows (it would swap the Linear layers for
+//   the quantizer's own; model_from_safetensors describes such weights), and in transformers'
+//   words one it refuses (load_in_4bit with load_in_8bit, no quant_method). One whose
+//   quant_method transformers does not know is described unquantized, as from_pretrained
+//   loads it, with its warning (naming the methods it knows) in `warnings`.
 BACKPLANE_API ModelDescription model_from_config(const std::filesystem::path& config_json);
 BACKPLANE_API ModelDescription model_from_config_json(std::string_view text);
 
