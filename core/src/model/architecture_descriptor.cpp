@@ -19,6 +19,12 @@
 #include "rope.hpp"
 
 namespace backplane::model_detail {
+
+const nlohmann::json& config_rules() {
+  static const nlohmann::json rules = nlohmann::json::parse(kConfigRulesJson);
+  return rules;
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -28,13 +34,6 @@ std::vector<std::string> names_in(const std::string& text);
 constexpr int64_t kMaxRepeat = int64_t{1} << 16;     // layers or experts of one container
 constexpr size_t kMaxModules = size_t{1} << 20;      // of one model
 constexpr int64_t kMaxDimension = int64_t{1} << 40;  // one tensor axis
-
-// config_rules.json: what PreTrainedConfig does for every class (written from transformers by
-// tests/python/config_checks.py).
-const Json& config_rules() {
-  static const Json rules = Json::parse(kConfigRulesJson);
-  return rules;
-}
 
 std::string quoted(const std::string& name) {
   return "`" + name + "`";

@@ -15,6 +15,10 @@
 
 namespace backplane::model_detail {
 
+// config_rules.json: what PreTrainedConfig and from_pretrained do with every config (written
+// from transformers by tests/python/config_checks.py), parsed once.
+const nlohmann::json& config_rules();
+
 struct EmbeddedDescriptor {
   const char* model_type;
   const char* architecture;  // the causal-LM class

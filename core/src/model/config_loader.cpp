@@ -5,7 +5,6 @@
 #include "config_loader.hpp"
 
 #include "architecture_descriptor.hpp"
-#include "config_rules_data.hpp"  // generated: kConfigRulesJson
 #include "json_input.hpp"
 
 #include <backplane/error.hpp>
@@ -152,7 +151,7 @@ namespace {
 // (config_rules.json, written from transformers' AUTO_QUANTIZER_MAPPING).
 const std::vector<std::string>& quantization_methods() {
   static const std::vector<std::string> methods =
-      Json::parse(kConfigRulesJson).at("quantization_methods").get<std::vector<std::string>>();
+      config_rules().at("quantization_methods").get<std::vector<std::string>>();
   return methods;
 }
 

@@ -48,10 +48,6 @@ std::string round2_repr(double x) {
   return s;
 }
 
-std::string cell(double bytes, bool integral) {
-  return format_estimate_bytes(bytes, integral);
-}
-
 }  // namespace
 
 std::string format_estimate_bytes(double size, bool integral) {
@@ -76,8 +72,9 @@ std::string estimate_table(const MemoryEstimate& estimate, std::string_view mode
   std::vector<std::vector<std::string>> rows;
   for (const EstimateRow& r : estimate.rows) {
     const bool integral = whole && r.dtype == EstimateDType::kFloat32;
-    rows.push_back({to_string(r.dtype), cell(r.largest_layer, integral), cell(r.total, integral),
-                    r.training_adam ? cell(*r.training_adam, whole) : "N/A"});
+    rows.push_back({to_string(r.dtype), format_estimate_bytes(r.largest_layer, integral),
+                    format_estimate_bytes(r.total, integral),
+                    r.training_adam ? format_estimate_bytes(*r.training_adam, whole) : "N/A"});
   }
   const std::string title = "Memory Usage for loading `" + std::string(model_name) + "`";
   std::vector<size_t> widths;

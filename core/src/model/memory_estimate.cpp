@@ -179,26 +179,29 @@ Fit fit_of(double bytes, const PlanHardware& hw) {
   return Fit::kNone;
 }
 
-double divisor(EstimateDType dtype) {
-  switch (dtype) {
-    case EstimateDType::kFloat32:
-      return 1;
-    case EstimateDType::kFloat16:
-      return 2;
-    case EstimateDType::kInt8:
-      return 4;
-    case EstimateDType::kInt4:
-      return 8;
+// accelerate's --dtypes: each name and what gather_data divides the float32 sizes by.
+struct EstimateDTypeInfo {
+  EstimateDType dtype;
+  const char* name;
+  double divisor;
+};
+constexpr EstimateDTypeInfo kEstimateDTypes[] = {{EstimateDType::kFloat32, "float32", 1},
+                                                 {EstimateDType::kFloat16, "float16", 2},
+                                                 {EstimateDType::kInt8, "int8", 4},
+                                                 {EstimateDType::kInt4, "int4", 8}};
+
+const EstimateDTypeInfo& info_of(EstimateDType dtype) {
+  for (const EstimateDTypeInfo& info : kEstimateDTypes) {
+    if (info.dtype == dtype) return info;
   }
-  return 1;
+  return kEstimateDTypes[0];  // unreachable: every enumerator is in the table
 }
 
 }  // namespace
 
 EstimateDType parse_estimate_dtype(std::string_view text) {
-  for (EstimateDType d : {EstimateDType::kFloat32, EstimateDType::kFloat16, EstimateDType::kInt8,
-                          EstimateDType::kInt4}) {
-    if (text == to_string(d)) return d;
+  for (const EstimateDTypeInfo& info : kEstimateDTypes) {
+    if (text == info.name) return info.dtype;
   }
   throw InvalidArgument("dtype '" + std::string(text) +
                         "' is not one accelerate estimate-memory takes: choose from 'float32', "
@@ -206,17 +209,7 @@ EstimateDType parse_estimate_dtype(std::string_view text) {
 }
 
 const char* to_string(EstimateDType dtype) {
-  switch (dtype) {
-    case EstimateDType::kFloat32:
-      return "float32";
-    case EstimateDType::kFloat16:
-      return "float16";
-    case EstimateDType::kInt8:
-      return "int8";
-    case EstimateDType::kInt4:
-      return "int4";
-  }
-  return "?";
+  return info_of(dtype).name;
 }
 
 const char* to_string(Fit fit) {
@@ -260,8 +253,8 @@ MemoryEstimate estimate_memory(const ModelDescription& model,
   for (EstimateDType dtype : dtypes) {
     EstimateRow row;
     row.dtype = dtype;
-    row.total = e.total_bytes / divisor(dtype);
-    row.largest_layer = e.largest_layer_bytes / divisor(dtype);
+    row.total = e.total_bytes / info_of(dtype).divisor;
+    row.largest_layer = e.largest_layer_bytes / info_of(dtype).divisor;
     row.inference_fit = fit_of(row.total, hardware);
     if (dtype == EstimateDType::kFloat32 || dtype == EstimateDType::kFloat16) {
       // estimate_training_usage's peak: the optimizer step, 4x (float32) or 2x (float16) the

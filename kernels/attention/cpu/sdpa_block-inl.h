@@ -176,16 +176,8 @@ HWY_INLINE void ScaleRowTo(const float* src, float inv, int64_t n, void* dst) {
   const VF scale = hn::Set(d, inv);
   int64_t c = 0;
   for (; c + N <= n; c += N) StoreF<T>(d, hn::Mul(hn::LoadU(d, src + c), scale), dst, c);
-  for (; c < n; ++c) {
-    const float x = src[c] * inv;
-    if constexpr (T == DType::kF32) {
-      static_cast<float*>(dst)[c] = x;
-    } else if constexpr (T == DType::kBF16) {
-      static_cast<uint16_t*>(dst)[c] = f32_to_bf16(x);
-    } else {
-      static_cast<uint16_t*>(dst)[c] = f32_to_f16(x);
-    }
-  }
+  auto* out = static_cast<typename Storage<T>::type*>(dst);
+  for (; c < n; ++c) out[c] = Storage<T>::store(src[c] * inv);
 }
 
 // out[b, h, qi, :] = O[i][:] / l[i] for the block's rows; zeros where l == 0 (no key seen).
