@@ -32,8 +32,11 @@ Expressions are Python syntax (a subset: names, integers, strings, + - * // %, c
 in, not in, is None, and/or/not, x[i], rope(x)); core/src/model/descriptor_expression.cpp
 evaluates them with Python's meaning.
 
-Usage: architecture_descriptors.py OUT_DIR [MODEL_TYPE...]
+Usage: architecture_descriptors.py [--time-limit SECONDS] OUT_DIR [MODEL_TYPE...]
 (default: the 196 causal LMs and T5, architecture_oracle.model_types())
+--time-limit: the search budget per architecture (default 180 s: a full regeneration skips the
+architectures whose search does not converge); 0 means none, for the currency check, which
+regenerates committed descriptors and must not depend on how busy the machine is.
 Writes OUT_DIR/<model_type>.json for each architecture that passes, and prints a report line
 per architecture ("ok" or why not) and the count.
 """
@@ -1754,8 +1757,13 @@ def main():
     if sys.argv[1] == "--checks":
         refresh_checks(sys.argv[2], sys.argv[3:] or oracle.model_types())
         return
-    out_dir = sys.argv[1]
-    wanted = sys.argv[2:] or oracle.model_types()
+    args = sys.argv[1:]
+    time_limit = TIME_LIMIT
+    if args[:1] == ["--time-limit"]:
+        time_limit = int(args[1])
+        args = args[2:]
+    out_dir = args[0]
+    wanted = args[1:] or oracle.model_types()
     os.makedirs(out_dir, exist_ok=True)
     passed = 0
     import signal
@@ -1766,13 +1774,13 @@ def main():
     signal.signal(signal.SIGALRM, too_slow)
     for model_type in wanted:
         started = time.time()
-        signal.alarm(TIME_LIMIT)
+        signal.alarm(time_limit)
         try:
             descriptor, probes, joint = synthesize_checked(model_type)
             check_edges(descriptor, Builder(model_type))
             signal.alarm(0)
         except SearchTimeout:
-            print(f"{model_type}: not written: the search took more than {TIME_LIMIT} s", flush=True)
+            print(f"{model_type}: not written: the search took more than {time_limit} s", flush=True)
             continue
         except Unsupported as e:
             signal.alarm(0)
