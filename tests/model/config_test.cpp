@@ -359,9 +359,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "The `layer_types` entries must be in ('full_attention', 'sliding_attention', "},
         Refused{R"({"model_type": "llama", "num_hidden_layers": 1, "layer_types": ["nope"]})",
                 "'linear_attention') but got ['nope']"},
-        Refused{R"({"model_type": "qwen3", "quantization_config": {"quant_method": "fp8"}})",
-                "has a quantization_config (quant_method \"fp8\"): quantized modules are not "
-                "described"},
+        Refused{R"({"model_type": "qwen3", "quantization_config": {"quant_method": "gptq",
+                    "bits": 4}})",
+                "has a quantization_config (quant_method \"gptq\"): its quantized modules are "
+                "not described here"},
         // transformers' own refusals of a quantization_config (AutoQuantizationConfig.from_dict,
         // BitsAndBytesConfig).
         Refused{R"({"model_type": "llama", "quantization_config": {"quant_method": "bitsandbytes",
@@ -373,8 +374,6 @@ INSTANTIATE_TEST_SUITE_P(
                 "quantized"},
         Refused{R"({"model_type": "llama", "quantization_config": [1]})",
                 "quantization_config must be a JSON object, found [1]"},
-        Refused{R"({"model_type": "llama", "quantization_config": {"load_in_8bit": true}})",
-                "(quant_method \"bitsandbytes_8bit\")"},
         // nn.Embedding's own refusal when the model is built: padding_idx outside it.
         Refused{R"({"model_type": "llama", "vocab_size": 100, "pad_token_id": 100})",
                 "Padding_idx must be within num_embeddings (nn.Embedding of model.embed_tokens)"},

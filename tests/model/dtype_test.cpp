@@ -38,7 +38,8 @@ INSTANTIATE_TEST_SUITE_P(
         Name{"float64", DType::kFloat64}, Name{"double", DType::kFloat64},
         Name{"F64", DType::kFloat64}, Name{"float8_e4m3fn", DType::kFloat8E4M3},
         Name{"F8_E4M3", DType::kFloat8E4M3}, Name{"float8_e5m2", DType::kFloat8E5M2},
-        Name{"F8_E5M2", DType::kFloat8E5M2}, Name{"int64", DType::kInt64},
+        Name{"F8_E5M2", DType::kFloat8E5M2}, Name{"float8_e8m0fnu", DType::kFloat8E8M0},
+        Name{"F8_E8M0", DType::kFloat8E8M0}, Name{"int64", DType::kInt64},
         Name{"long", DType::kInt64}, Name{"I64", DType::kInt64}, Name{"int32", DType::kInt32},
         Name{"int", DType::kInt32}, Name{"I32", DType::kInt32}, Name{"int16", DType::kInt16},
         Name{"short", DType::kInt16}, Name{"I16", DType::kInt16}, Name{"int8", DType::kInt8},
@@ -69,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Refused, InvalidDType,
 
 TEST(DType, CanonicalNamesRoundTrip) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-                      DType::kFloat8E4M3, DType::kFloat8E5M2, DType::kInt64, DType::kInt32,
+                      DType::kFloat8E4M3, DType::kFloat8E5M2, DType::kFloat8E8M0, DType::kInt64, DType::kInt32,
                       DType::kInt16, DType::kInt8, DType::kUInt8, DType::kBool}) {
     EXPECT_EQ(backplane::parse_dtype(backplane::to_string(dtype)), dtype)
         << backplane::to_string(dtype);
@@ -87,12 +88,14 @@ TEST(DType, BitsAndKinds) {
   const Row rows[] = {
       {DType::kFloat32, 32, true}, {DType::kFloat16, 16, true},   {DType::kBFloat16, 16, true},
       {DType::kFloat64, 64, true}, {DType::kFloat8E4M3, 8, true}, {DType::kFloat8E5M2, 8, true},
-      {DType::kInt64, 64, false},  {DType::kInt32, 32, false},    {DType::kInt16, 16, false},
+      {DType::kFloat8E8M0, 8, true},      {DType::kInt64, 64, false},  {DType::kInt32, 32, false},    {DType::kInt16, 16, false},
       {DType::kInt8, 8, false},    {DType::kUInt8, 8, false},     {DType::kBool, 8, false},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(backplane::dtype_bits(row.dtype), row.bits) << backplane::to_string(row.dtype);
     EXPECT_EQ(backplane::is_floating_point(row.dtype), row.floating)
+        << backplane::to_string(row.dtype);
+    EXPECT_EQ(backplane::is_float8(row.dtype), row.floating && row.bits == 8)
         << backplane::to_string(row.dtype);
   }
 }

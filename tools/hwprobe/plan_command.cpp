@@ -4,6 +4,7 @@
 #include <backplane/model/device_map.hpp>
 #include <backplane/model/model.hpp>
 #include <backplane/model/model_source.hpp>
+#include <backplane/model/quantization.hpp>
 #include <backplane/model/tensor_parallel.hpp>
 #include <backplane/rules/selection.hpp>
 
@@ -130,9 +131,23 @@ OrderedJson plan_json(const backplane::DevicePlan& plan) {
                       {"bytes", p.bytes},
                       {"modules", p.modules}});
   }
+  OrderedJson quantization = nullptr;
+  if (plan.quantized) {
+    const backplane::DevicePlan::Quantized& q = *plan.quantized;
+    quantization = {{"method", q.method},
+                    {"pre_quantized", q.pre_quantized},
+                    {"dequantized", q.dequantized},
+                    {"replaced_modules", q.replaced},
+                    {"replaced_with", q.replaced_with},
+                    {"modules_to_not_convert", q.not_converted},
+                    {"max_memory_factor", q.max_memory_factor},
+                    {"unquantized_size", q.unquantized_size}};
+  }
   return {{"device_map", device_map},
           {"max_memory", max_memory},
           {"model_size", plan.model_size},
+          {"quantization", quantization},
+          {"load_warnings", plan.warnings},
           {"accelerator_type", plan.accelerator_type.empty() ? OrderedJson(nullptr)
                                                              : OrderedJson(plan.accelerator_type)},
           {"placed", placed},
@@ -228,6 +243,24 @@ std::string compact_by_layer(const std::vector<std::string>& names) {
   return out;
 }
 
+// What the quantizer did to the model: its swap, what it kept, its budget factor, the size it saves.
+void print_quantization(const backplane::DevicePlan::Quantized& q, uint64_t model_size) {
+  std::cout << "quantization: " << q.method << (q.pre_quantized ? " (pre-quantized checkpoint)" : " (on load)");
+  if (q.dequantized) {
+    std::cout << ", dequantized: loaded in full precision\n";
+    return;
+  }
+  std::cout << ", " << q.replaced << " modules -> " << q.replaced_with << "\n";
+  std::vector<std::string> kept = q.not_converted;
+  std::cout << "  kept in full precision: " << (kept.empty() ? std::string("nothing") : compact_by_layer(kept))
+            << "\n";
+  if (q.max_memory_factor != 1.0) {
+    std::cout << "  budgets: x" << q.max_memory_factor << " (the quantizer's adjust_max_memory)\n";
+  }
+  std::cout << "  size: " << format_bytes(model_size) << ", unquantized "
+            << format_bytes(q.unquantized_size) << "\n";
+}
+
 void print_plan(const backplane::ModelDescription& model, const backplane::DevicePlan& plan,
                 const std::string& device_map, const std::optional<backplane::DType>& dtype) {
   std::cout << (model.architecture.empty() ? std::string("model") : model.architecture) << ", "
@@ -238,7 +271,9 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
   for (const auto& [device, bytes] : plan.max_memory.entries()) {
     budgets += (budgets.empty() ? "" : ", ") + device.str() + "=" + format_bytes(bytes);
   }
-  std::cout << "max_memory: " << (budgets.empty() ? "(none)" : budgets) << "\n\n";
+  std::cout << "max_memory: " << (budgets.empty() ? "(none)" : budgets) << "\n";
+  if (plan.quantized) print_quantization(*plan.quantized, plan.model_size);
+  std::cout << "\n";
   size_t width = 6;
   for (const backplane::DevicePlacement& p : plan.placed) width = std::max(width, p.label.size());
   const bool only_key = plan.device_map.size() == 1;
@@ -262,6 +297,9 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
   std::cout << "\noffloaded: " << (offloaded == 0 ? std::string("nothing") : offload_text) << "\n";
   for (const std::string& note : plan.notes) std::cout << "\nnote: " << note << "\n";
   print_kernel_layers(model);
+  for (const std::string& warning : plan.warnings) {
+    std::cerr << "hwprobe: warning (from_pretrained's): " << warning << "\n";
+  }
 }
 
 OrderedJson tp_json(const backplane::TensorParallelPlan& tp) {
@@ -342,6 +380,7 @@ int run_plan(const std::vector<std::string>& args) {
   std::string max_memory;
   std::string dtype_text;
   std::string rules_text = "from_pretrained";
+  std::string quantize_text;
   int tp_size = 0;
   po::options_description description("Options");
   description.add_options()("config", po::value(&config)->value_name("FILE"),
@@ -365,11 +404,15 @@ int run_plan(const std::vector<std::string>& args) {
       "tp-size", po::value(&tp_size)->value_name("N"),
       "print the tensor-parallel plan over N ranks instead (exclusive with --device-map)")(
       "rules", po::value(&rules_text)->value_name("WHICH"),
-      "from_pretrained (default) | accelerate: load_checkpoint_and_dispatch's variant");
+      "from_pretrained (default) | accelerate: load_checkpoint_and_dispatch's variant")(
+      "quantize", po::value(&quantize_text)->value_name("METHOD"),
+      "bnb-4bit | bnb-8bit | fp8: from_pretrained(quantization_config=...) with that "
+      "method's defaults (a quantized checkpoint's own config wins, as in transformers)");
   add_common_options(description, common);
   const char* usage =
       "hwprobe plan MODEL (--device-map VALUE | --tp-size N)\n"
-      "       [--max-memory LIST] [--dtype DTYPE] [--exact] [--json] [--sim NAME|FILE]";
+      "       [--max-memory LIST] [--dtype DTYPE] [--quantize METHOD] [--exact] [--json]\n"
+      "       [--sim NAME|FILE]";
   po::variables_map vm;
   if (!parse_command_or_help(args, description, "model", usage, vm)) return kExitOk;
   const std::vector<std::string> words = positional_words(vm, "model");
@@ -399,6 +442,8 @@ int run_plan(const std::vector<std::string>& args) {
                                      ": expected from_pretrained or accelerate");
   }
   const std::optional<backplane::DType> dtype = parse_plan_dtype(dtype_text);
+  std::optional<backplane::QuantizationConfig> quantize;
+  if (vm.count("quantize")) quantize = backplane::parse_quantize_option(quantize_text);
   std::optional<backplane::MaxMemory> memory;
   if (vm.count("max-memory")) {
     memory = backplane::MaxMemory::parse(max_memory, "--max-memory");
@@ -420,6 +465,13 @@ int run_plan(const std::vector<std::string>& args) {
     std::cerr << "hwprobe: warning: this plan is approximate, transformers' own may differ:" << why
               << "\n  (tools/export-module-tree MODEL -o tree.json, then --tree tree.json, is "
                  "exact)\n";
+  }
+  if (quantize) {
+    std::vector<std::string> merge_warnings;
+    backplane::quantize_on_load(model, *quantize, merge_warnings);
+    for (const std::string& w : merge_warnings) {
+      std::cerr << "hwprobe: warning (from_pretrained's): " << w << "\n";
+    }
   }
   for (const std::string& warning : model.warnings) {
     std::cerr << "hwprobe: warning: " << warning << "\n";

@@ -480,6 +480,9 @@ class Evaluation {
     for (const Json* pair : chosen("tied_weights_keys")) {
       out.tied_weights_keys[pair->at(0).get<std::string>()] = pair->at(1).get<std::string>();
     }
+    for (const Json* value : chosen("keep_in_fp32_modules")) {
+      out.keep_in_fp32_modules.push_back(value->get<std::string>());
+    }
     for (const Json* entry : chosen("tp_plan")) {
       out.tp_plan.emplace_back(entry->at(0).get<std::string>(), entry->at(1).get<std::string>());
     }

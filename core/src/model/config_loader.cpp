@@ -6,6 +6,7 @@
 
 #include "architecture_descriptor.hpp"
 #include "json_input.hpp"
+#include "quantization_reader.hpp"
 
 #include <backplane/error.hpp>
 
@@ -215,17 +216,23 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
   const Config config(json, what);
   const EmbeddedDescriptor& descriptor = identify(config);
   std::vector<std::string> warnings;
+  std::optional<QuantizationConfig> quantization;
   if (quantized(json)) {
-    const std::optional<std::string> method =
-        quantization_method(config, json["quantization_config"], warnings);
+    const Json& given = json["quantization_config"];
+    const std::optional<std::string> method = quantization_method(config, given, warnings);
     if (method) {
-      config.fail("has a quantization_config (quant_method \"" + *method +
-                  "\"): quantized modules are not described; describe the checkpoint by its "
-                  "weights (model_from_safetensors)");
+      quantization = read_quantization_config(given, *method, what);
+      if (!quantization) {
+        config.fail("has a quantization_config (quant_method \"" + *method +
+                    "\"): its quantized modules are not described here (the methods planned here: "
+                    "bitsandbytes_4bit, bitsandbytes_8bit, fp8); describe the checkpoint by its "
+                    "weights (model_from_safetensors)");
+      }
     }
   }
   ModelDescription model = build_from_descriptor(descriptor, json, what, dtype_override);
   model.warnings = std::move(warnings);
+  model.quantization = quantization;
   return model;
 }
 

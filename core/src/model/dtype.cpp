@@ -21,6 +21,7 @@ constexpr DTypeName kNames[] = {
     {"float64", DType::kFloat64},
     {"float8_e4m3fn", DType::kFloat8E4M3},
     {"float8_e5m2", DType::kFloat8E5M2},
+    {"float8_e8m0fnu", DType::kFloat8E8M0},
     {"int64", DType::kInt64},
     {"int32", DType::kInt32},
     {"int16", DType::kInt16},
@@ -39,6 +40,7 @@ constexpr DTypeName kNames[] = {
     {"F64", DType::kFloat64},
     {"F8_E4M3", DType::kFloat8E4M3},
     {"F8_E5M2", DType::kFloat8E5M2},
+    {"F8_E8M0", DType::kFloat8E8M0},
     {"I64", DType::kInt64},
     {"I32", DType::kInt32},
     {"I16", DType::kInt16},
@@ -95,6 +97,7 @@ int dtype_bits(DType dtype) {
       return 16;
     case DType::kFloat8E4M3:
     case DType::kFloat8E5M2:
+    case DType::kFloat8E8M0:
     case DType::kInt8:
     case DType::kUInt8:
     case DType::kBool:
@@ -111,10 +114,15 @@ bool is_floating_point(DType dtype) {
     case DType::kFloat64:
     case DType::kFloat8E4M3:
     case DType::kFloat8E5M2:
+    case DType::kFloat8E8M0:
       return true;
     default:
       return false;
   }
+}
+
+bool is_float8(DType dtype) {
+  return dtype == DType::kFloat8E4M3 || dtype == DType::kFloat8E5M2 || dtype == DType::kFloat8E8M0;
 }
 
 }  // namespace backplane

@@ -26,7 +26,7 @@ const Json& auto_models() {
 // builds them in float32; float8 keeps 1), bool 1/8, others their bits / 8.
 double element_bytes(DType dtype) {
   if (dtype == DType::kBool) return 1.0 / 8.0;
-  if (dtype == DType::kFloat8E4M3 || dtype == DType::kFloat8E5M2) return 1.0;
+  if (is_float8(dtype)) return 1.0;
   if (is_floating_point(dtype)) return 4.0;
   return dtype_bits(dtype) / 8;
 }

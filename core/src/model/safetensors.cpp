@@ -66,10 +66,10 @@ const Code kCodes[] = {
     {"F64", DType::kFloat64},
     {"F8_E4M3", DType::kFloat8E4M3},
     {"F8_E5M2", DType::kFloat8E5M2},
+    {"F8_E8M0", DType::kFloat8E8M0},
     {"U16", std::nullopt},
     {"U32", std::nullopt},
     {"U64", std::nullopt},
-    {"F8_E8M0", std::nullopt},
     {"F4", std::nullopt},
     {"F6_E2M3", std::nullopt},
     {"F6_E3M2", std::nullopt},
@@ -307,7 +307,7 @@ DType weights_dtype(const std::vector<Shard>& shards, const Json& metadata,
             [](const StoredTensor* a, const StoredTensor* b) { return a->name < b->name; });
   for (const StoredTensor* tensor : sorted) {
     const DType dtype = tensor->info.dtype;
-    if (is_floating_point(dtype) && dtype != DType::kFloat8E4M3 && dtype != DType::kFloat8E5M2) {
+    if (is_floating_point(dtype) && !is_float8(dtype)) {
       return dtype;
     }
   }

@@ -155,6 +155,12 @@ TensorParallelPlan plan_tensor_parallel(const ModelDescription& description, int
     throw InvalidArgument("tp_size must be from 1 to " + std::to_string(kMaxTpSize) + ", got " +
                           std::to_string(tp_size));
   }
+  if (description.quantization) {
+    // Its shards would be sized as full-precision tensors: a wrong plan, so none.
+    throw InvalidArgument(std::string("tensor-parallel plans of a model quantized with ") +
+                          to_string(description.quantization->method) +
+                          " are not described here; plan it with a device_map instead");
+  }
   std::map<std::string, std::string> rules;  // pattern -> style
   if (tp_size > 1) {
     if (description.tp_plan.empty()) {

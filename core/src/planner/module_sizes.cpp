@@ -38,7 +38,7 @@ uint64_t checked_add(uint64_t a, uint64_t b) {
 uint64_t element_bytes(const TensorInfo& t, std::optional<DType> dtype, PlanRules rules,
                        bool& upcast) {
   const int own = dtype_bits(t.dtype) / 8;
-  if (!dtype || !is_floating_point(t.dtype)) return static_cast<uint64_t>(own);
+  if (!dtype || t.explicit_dtype || !is_floating_point(t.dtype)) return static_cast<uint64_t>(own);
   const int wanted = dtype_bits(*dtype) / 8;
   if (rules == PlanRules::kAccelerate) {
     const bool loaded = !t.buffer || t.persistent;
@@ -55,6 +55,12 @@ uint64_t tensor_bytes(const TensorInfo& t, const std::string& name, std::optiona
   for (int64_t d : t.shape) {
     if (d < 0) throw InvalidArgument("tensor " + name + " has a negative dimension");
     numel = checked_mul(numel, static_cast<uint64_t>(d), name);
+  }
+  // A weight its quantizer quantizes while loading counts its quantized bits (param_element_size);
+  // half a byte is rounded up (the plan's notes say when that happened).
+  if (t.quantized_bits) {
+    return checked_mul(numel, static_cast<uint64_t>(*t.quantized_bits), name) / 8 +
+           (numel * static_cast<uint64_t>(*t.quantized_bits) % 8 != 0 ? 1 : 0);
   }
   return checked_mul(numel, element_bytes(t, dtype, rules, upcast), name);
 }

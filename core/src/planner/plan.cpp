@@ -37,14 +37,18 @@ DevicePlacement& placement_for(DevicePlan& plan, const DeviceMapTarget& target) 
 }
 
 // A strategy: balance (or not), place, clean.
+// `factor`: the quantizer's adjust_max_memory, on every budget after balancing.
 void plan_strategy(const planner::ModelTree& tree, const PlanStrategy& strategy,
                    const std::optional<MaxMemory>& max_memory, const PlanHardware& hardware,
-                   DevicePlan& plan) {
-  const planner::Budgets budgets =
+                   double factor, DevicePlan& plan) {
+  planner::Budgets budgets =
       strategy.kind == DeviceMapKind::kSequential
           ? planner::get_max_memory(max_memory, hardware, tree.rules())
           : planner::get_balanced_memory(tree, max_memory, hardware,
                                          strategy.kind == DeviceMapKind::kBalancedLow0);
+  if (factor != 1.0) {
+    for (auto& entry : budgets) entry.second *= factor;
+  }
   const planner::Placement placement = planner::infer_auto_device_map(tree, budgets);
   const std::vector<std::pair<int, int>> cleaned =
       planner::clean_device_map(tree, placement.assigned);
@@ -195,8 +199,8 @@ PlanHardware plan_hardware(const Runtime& runtime) {
     if (!usable(type)) continue;
     hardware.accelerator_type = type;
     for (const DeviceInfo& info : runtime.devices(type)) {
-      hardware.accelerators.push_back(
-          PlanAccelerator{info.device.index().value_or(0), free_memory(runtime, info)});
+      hardware.accelerators.push_back(PlanAccelerator{
+          info.device.index().value_or(0), free_memory(runtime, info), info.compute_capability});
       hardware.unified_memory =
           hardware.unified_memory || (type == "cuda" && info.has(kCapUnifiedMemory));
     }
@@ -207,15 +211,18 @@ PlanHardware plan_hardware(const Runtime& runtime) {
   return hardware;
 }
 
-DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& strategy,
-                           const PlanHardware& hardware, const PlanOptions& options) {
-  check_accelerator_targets(strategy, hardware);
+namespace {
+
+// Planning proper, for a model without a quantizer (or one already swapped).
+DevicePlan plan_swapped(const ModelDescription& model, const PlanStrategy& strategy,
+                        const PlanHardware& hardware, const PlanOptions& options,
+                        double max_memory_factor) {
   const planner::ModelTree tree(model, options.dtype, options.rules);
   DevicePlan plan;
   plan.model_size = tree.model_size();
   plan.accelerator_type = hardware.accelerator_type;
   if (strategy.is_strategy()) {
-    plan_strategy(tree, strategy, options.max_memory, hardware, plan);
+    plan_strategy(tree, strategy, options.max_memory, hardware, max_memory_factor, plan);
   } else {
     if (strategy.modules.empty()) {
       throw InvalidArgument("device_map " + strategy.str() + " names no module");
@@ -240,6 +247,30 @@ DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& st
   }
   return plan;
 }
+
+}  // namespace
+
+DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& strategy,
+                           const PlanHardware& hardware, const PlanOptions& options) {
+  check_accelerator_targets(strategy, hardware);
+  if (model.quantization) {
+    const planner::QuantizedLoad load =
+        planner::prepare_quantized_load(model, strategy, hardware, options);
+    PlanOptions swapped_options = options;
+    swapped_options.dtype.reset();  // the swapped model is built in it already
+    DevicePlan plan = plan_swapped(load.model, strategy, hardware, swapped_options,
+                                   load.summary.max_memory_factor);
+    if (strategy.is_strategy()) planner::check_quantized_map(load.config, plan.device_map, true);
+    plan.quantized = load.summary;
+    plan.quantized->unquantized_size =
+        planner::ModelTree(model, options.dtype, options.rules).model_size();
+    plan.warnings.insert(plan.warnings.end(), load.warnings.begin(), load.warnings.end());
+    plan.notes.insert(plan.notes.end(), load.notes.begin(), load.notes.end());
+    return plan;
+  }
+  return plan_swapped(model, strategy, hardware, options, 1.0);
+}
+
 
 DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& strategy,
                            const Runtime& runtime, const PlanOptions& options) {

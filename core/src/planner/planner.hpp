@@ -110,4 +110,23 @@ Placement infer_auto_device_map(const ModelTree& tree, const Budgets& budgets);
 std::vector<std::pair<int, int>> clean_device_map(const ModelTree& tree,
                                                   const std::vector<std::pair<int, int>>& assigned);
 
+// The quantizer's part of a load (quantized_load.cpp): the model after its module swap, what the
+// plan reports of it, and the config as its environment check left it (fp8 may dequantize).
+struct QuantizedLoad {
+  ModelDescription model;
+  QuantizationConfig config;
+  DevicePlan::Quantized summary;
+  std::vector<std::string> warnings;  // transformers' own
+  std::vector<std::string> notes;     // where this plan may differ from transformers'
+};
+// validate_environment on the map as given, then preprocess_model. Throws InvalidArgument with
+// transformers' message where it refuses.
+QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanStrategy& strategy,
+                                     const PlanHardware& hardware, const PlanOptions& options);
+// validate_environment on a device_map: `strings` when its cpu values are Python strings (a dict,
+// an inferred map), not torch.device("cpu") (a device given alone).
+void check_quantized_map(const QuantizationConfig& config,
+                         const std::vector<std::pair<std::string, DeviceMapTarget>>& map,
+                         bool strings);
+
 }  // namespace backplane::planner

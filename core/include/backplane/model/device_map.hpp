@@ -17,6 +17,7 @@
 #include <backplane/model/model.hpp>
 #include <backplane/rules/device.hpp>
 #include <backplane/rules/selection.hpp>
+#include <backplane/runtime/device_info.hpp>
 
 #include <cstdint>
 #include <map>
@@ -106,6 +107,8 @@ class BACKPLANE_API MaxMemory {
 struct PlanAccelerator {
   int index = 0;
   uint64_t free_bytes = 0;
+  // CUDA's compute capability (fp8 needs 8.9); nullopt when the backend has none or cannot tell.
+  std::optional<ComputeCapability> compute_capability;
 };
 
 // What the default max_memory (none given) is made of, as Accelerate's get_max_memory reads it
@@ -159,6 +162,21 @@ struct DevicePlan {
   // Where this plan knowingly departs from what the rules' library would compute, and why (one
   // sentence each). Empty for plans equal to the library's.
   std::vector<std::string> notes;
+  // What from_pretrained would warn while loading this way (a quantizer falling back to
+  // dequantizing), in its words.
+  std::vector<std::string> warnings;
+  // The quantizer's part, when the model has a quantization (quantization.hpp).
+  struct Quantized {
+    std::string method;         // "bitsandbytes_4bit", "fp8"
+    bool pre_quantized = false;
+    bool dequantized = false;   // fp8 where it cannot run: loaded in full precision
+    int64_t replaced = 0;       // modules swapped for the quantizer's
+    std::string replaced_with;  // "Linear4bit"
+    std::vector<std::string> not_converted;  // the quantizer's modules_to_not_convert
+    double max_memory_factor = 1.0;          // adjust_max_memory, after balancing
+    uint64_t unquantized_size = 0;           // model_size without the quantizer
+  };
+  std::optional<Quantized> quantized;
 };
 
 // What plan_device_map takes besides the model and the device_map value.
@@ -173,6 +191,13 @@ struct PlanOptions {
   std::optional<DType> dtype;
   PlanRules rules = PlanRules::kFromPretrained;
 };
+// A model with a `quantization` is planned as from_pretrained loads it with that quantizer
+// (kFromPretrained only): the quantizer's environment check on `hardware` and the map (in
+// transformers' words: bitsandbytes refuses cpu or disk entries without fp32 cpu offload, fp8
+// quantized on the fly needs a GPU of compute capability 8.9 or an XPU, and a pre-quantized fp8
+// checkpoint falls back to dequantizing elsewhere, with its warning), its module swap, its element
+// sizes (4-bit weights 0.5 bytes an element) and its max_memory factor (bitsandbytes: 0.90 of
+// every budget, after balancing).
 
 // Plans `model` for `strategy` on `hardware`. Throws InvalidArgument for a model the rules
 // cannot place (tied parameter that is not in the model, balanced_low_0 with accelerator indices

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <backplane/export.hpp>
+#include <backplane/model/quantization.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +25,7 @@ enum class DType {
   kFloat64,
   kFloat8E4M3,
   kFloat8E5M2,
+  kFloat8E8M0,  // power-of-two scales (fp8 checkpoints' ue8m0 scale_fmt)
   kInt64,
   kInt32,
   kInt16,
@@ -40,6 +42,7 @@ BACKPLANE_API const char* to_string(DType dtype);  // "bfloat16"; "float8_e4m3fn
 // Bits per element (bool: 8, as torch stores it).
 BACKPLANE_API int dtype_bits(DType dtype);
 BACKPLANE_API bool is_floating_point(DType dtype);
+BACKPLANE_API bool is_float8(DType dtype);
 
 struct BACKPLANE_API TensorInfo {
   std::string name;  // local to its module: "weight", "bias", "inv_freq"
@@ -47,6 +50,13 @@ struct BACKPLANE_API TensorInfo {
   DType dtype = DType::kFloat32;
   bool buffer = false;     // a buffer, not a parameter
   bool persistent = true;  // false for non-persistent buffers (not in the state dict)
+  // A quantizer's own tensor (packed weights, scales), created with its dtype: from_pretrained's
+  // dtype does not change it.
+  bool explicit_dtype = false;
+  // Bits per element transformers' planner counts for a weight its quantizer quantizes while
+  // loading (param_element_size: 4 for bitsandbytes 4-bit, 8 for 8-bit and fp8 on the fly),
+  // whatever its dtype on the meta model; nullopt: its dtype's size.
+  std::optional<int> quantized_bits;
   // Product of the shape (1 for a scalar). Throws InvalidArgument on a negative dimension or
   // when the product does not fit int64_t.
   int64_t numel() const;
@@ -111,7 +121,20 @@ struct ModelDescription {
   // nullopt when not known: a tree rebuilt from weights, a tree file written before
   // export-module-tree recorded them.
   std::optional<KernelLayers> kernel_layers;
+  // The model class's _keep_in_fp32_modules: name patterns quantizers leave unquantized.
+  std::vector<std::string> keep_in_fp32_modules;
+  // The quantizer from_pretrained loads this model with: a quantized checkpoint's
+  // quantization_config, or one the caller sets (hwprobe plan --quantize). plan_device_map then
+  // plans the quantized model (quantization.hpp). The tree itself stays the full-precision one.
+  std::optional<QuantizationConfig> quantization;
 };
+
+// from_pretrained(quantization_config=config) on `model` (hwprobe plan --quantize): sets its
+// quantization. A checkpoint that has its own keeps it, as transformers' merge does: the same
+// config class adds transformers' warning to `warnings` (fp8 takes the arguments' dequantize and
+// modules_to_not_convert, without one); another class is refused with its ValueError.
+BACKPLANE_API void quantize_on_load(ModelDescription& model, const QuantizationConfig& config,
+                                    std::vector<std::string>& warnings);
 
 // A module and its fully qualified name ("model.layers.0.mlp"; "" for the root), in the order
 // torch's named_modules() yields them: each module before its children, depth first. The

@@ -1,0 +1,60 @@
+// Quantized placement: what from_pretrained does to a model's modules and budgets when it loads it
+// with a quantizer (transformers 5.24; docs/quantized-placement-rules.md holds the reading notes
+// and tests/python/quantized_plan_check.py the differential test against transformers itself).
+//
+// The flow, as from_pretrained runs it: the quantizer's environment check (which may refuse, or
+// turn quantization into dequantization), then the module swap on the model (preprocess_model:
+// nn.Linear -> Linear4bit / Linear8bitLt / FP8Linear, experts -> FP8Experts), then planning with
+// the quantizer's element sizes and max_memory factor, then the check again on the map.
+// plan_device_map runs all of it for a ModelDescription whose `quantization` is set.
+#pragma once
+
+#include <backplane/export.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace backplane {
+
+// The methods planned here, by transformers' quant_method names ("bitsandbytes_4bit",
+// "bitsandbytes_8bit", "fp8"). Others transformers knows (gptq, awq, compressed-tensors, mxfp4,
+// ...) are refused by name where a config carries them.
+enum class QuantMethod { kBitsAndBytes4bit, kBitsAndBytes8bit, kFp8 };
+
+BACKPLANE_API const char* to_string(QuantMethod method);
+
+// The part of a quantization_config (BitsAndBytesConfig, FineGrainedFP8Config) that changes
+// where and how large modules are.
+struct QuantizationConfig {
+  QuantMethod method = QuantMethod::kBitsAndBytes4bit;
+  // A checkpoint that is already quantized (its config.json carries the config), as opposed to
+  // from_pretrained(quantization_config=...) on full-precision weights.
+  bool pre_quantized = false;
+  // llm_int8_skip_modules (bitsandbytes) / modules_to_not_convert (fp8): given, they replace the
+  // default skips (tied weights, the last parameter's module, the output embeddings).
+  std::optional<std::vector<std::string>> modules_to_not_convert;
+  // bitsandbytes' llm_int8_enable_fp32_cpu_offload: modules a given map puts on cpu or disk stay
+  // unquantized, and a map with cpu or disk entries is accepted.
+  bool fp32_cpu_offload = false;
+  // fp8: the scales' block (rows, columns); nullopt = one scale per tensor.
+  std::optional<std::array<int64_t, 2>> weight_block_size = std::array<int64_t, 2>{128, 128};
+  bool static_activations = false;  // activation_scheme "static": an activation scale per layer
+  bool ue8m0_scales = false;        // scale_fmt "ue8m0": scales in float8_e8m0fnu, 1 byte
+  // fp8: load dequantized (no FP8 modules at all); set by the environment check where fp8 cannot
+  // run (no GPU, compute capability under 8.9) for a pre-quantized checkpoint.
+  bool dequantize = false;
+};
+
+// hwprobe plan --quantize: "bnb-4bit", "bnb-8bit", "fp8" (also transformers' own names
+// "bitsandbytes_4bit", "bitsandbytes_8bit"): the default BitsAndBytesConfig(load_in_4bit=True),
+// BitsAndBytesConfig(load_in_8bit=True) or FineGrainedFP8Config() of
+// from_pretrained(quantization_config=...). Throws InvalidArgument naming `source` and the
+// accepted values.
+BACKPLANE_API QuantizationConfig parse_quantize_option(std::string_view text,
+                                                       std::string_view source = "--quantize");
+
+}  // namespace backplane

@@ -1,0 +1,21 @@
+// config.json's quantization_config, for the methods planned here (quantization.cpp); used by
+// config_loader.cpp.
+#pragma once
+
+#include <backplane/model/model.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+namespace backplane::model_detail {
+
+// The BitsAndBytesConfig or FineGrainedFP8Config a checkpoint's quantization_config makes, for
+// `method` as get_hf_quantizer chose it ("bitsandbytes_4bit", "fp8"); nullopt for a method not
+// planned here. Refuses what the config's post_init refuses, in its words; `what` names the file.
+std::optional<QuantizationConfig> read_quantization_config(const nlohmann::json& quantization,
+                                                           const std::string& method,
+                                                           const std::string& what);
+
+}  // namespace backplane::model_detail

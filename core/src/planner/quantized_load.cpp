@@ -1,0 +1,147 @@
+// The quantizer's part of from_pretrained around planning (transformers 5.24): validate_environment
+// before (on the device_map as given) and after (on the inferred map), preprocess_model's module
+// swap, adjust_max_memory. Messages are transformers' own, verbatim.
+#include <backplane/error.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "../model/quantized_modules.hpp"
+#include "planner.hpp"
+
+namespace backplane::planner {
+namespace {
+
+// The values of a device_map as Python compares them with "cpu" and "disk": the strings a dict
+// holds, or an inferred map's; a device given alone ({"": torch.device("cpu")}) is no string.
+std::set<std::string> string_values(const std::vector<std::pair<std::string, DeviceMapTarget>>& map,
+                                    bool strings) {
+  std::set<std::string> out;
+  for (const auto& [name, target] : map) {
+    if (target.kind == DeviceMapTarget::Kind::kIndex) {
+      out.insert("#" + std::to_string(target.index));
+    } else if (target.kind == DeviceMapTarget::Kind::kDisk) {
+      out.insert("disk");
+    } else {
+      out.insert(strings ? target.device.str() : "device " + target.device.str());
+    }
+  }
+  return out;
+}
+
+const char* const kBnbOffload =
+    "Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit "
+    "the quantized model. If you want to dispatch the model on the CPU or the disk while keeping "
+    "these modules in 32-bit, you need to set `llm_int8_enable_fp32_cpu_offload=True` and pass a "
+    "custom `device_map` to `from_pretrained`. Check "
+    "https://huggingface.co/docs/transformers/main/en/main_classes/quantization"
+    "#offload-between-cpu-and-gpu for more details. ";
+const char* const kFp8Offload =
+    "You are attempting to load an FP8 model with a device_map that contains a cpu/disk device."
+    "This is not supported when the model is quantized on the fly. Please use a quantized "
+    "checkpoint or remove the cpu/disk device from the device_map.";
+
+bool cuda_like(const std::string& type) { return type == "cuda" || type == "rocm"; }
+
+}  // namespace
+
+void check_quantized_map(const QuantizationConfig& config,
+                         const std::vector<std::pair<std::string, DeviceMapTarget>>& map,
+                         bool strings) {
+  const std::set<std::string> values = string_values(map, strings);
+  const bool offloads = values.count("cpu") > 0 || values.count("disk") > 0;
+  switch (config.method) {
+    case QuantMethod::kBitsAndBytes4bit:
+    case QuantMethod::kBitsAndBytes8bit:
+      if (!config.fp32_cpu_offload && offloads && values != std::set<std::string>{"cpu"}) {
+        throw InvalidArgument(std::string("quantization_config: ") + kBnbOffload);
+      }
+      return;
+    case QuantMethod::kFp8:
+      if (!config.dequantize && !config.pre_quantized && map.size() > 1 && offloads) {
+        throw InvalidArgument(std::string("quantization_config: ") + kFp8Offload);
+      }
+      return;
+  }
+}
+
+QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanStrategy& strategy,
+                                     const PlanHardware& hardware, const PlanOptions& options) {
+  if (options.rules != PlanRules::kFromPretrained) {
+    throw InvalidArgument(std::string("a quantized model (") + to_string(model.quantization->method) +
+                          ") is planned as from_pretrained loads it; the accelerate rules "
+                          "(load_checkpoint_and_dispatch) have no quantizer");
+  }
+  QuantizedLoad load;
+  load.config = *model.quantization;
+  QuantizationConfig& config = load.config;
+  if (config.method == QuantMethod::kFp8 && !config.dequantize) {
+    const bool gpu = cuda_like(hardware.accelerator_type) || hardware.accelerator_type == "xpu";
+    if (!gpu) {
+      if (!config.pre_quantized) {
+        throw InvalidArgument(
+            "quantization_config: No GPU or XPU found. A GPU or XPU is needed for FP8 "
+            "quantization.");
+      }
+      load.warnings.push_back(
+          "Using FP8 quantized models requires a GPU or XPU, we will default to dequantizing the "
+          "model to bf16 since no GPU or XPU is available");
+      config.dequantize = true;
+    } else if (cuda_like(hardware.accelerator_type) && !hardware.accelerators.empty()) {
+      const std::optional<ComputeCapability>& cc = hardware.accelerators.front().compute_capability;
+      if (!cc) {
+        load.notes.push_back(hardware.accelerator_type + ":0 does not say its compute capability: "
+                             "this plan assumes 8.9 or more, where transformers runs fp8 (under "
+                             "8.9 it dequantizes the model instead)");
+      } else if (cc->major < 8 || (cc->major == 8 && cc->minor < 9)) {
+        load.warnings.push_back(
+            "FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g "
+            "4090/H100), actual = `" +
+            cc->str() +
+            "`. We will default to dequantizing the model to bf16. Feel free to use a different "
+            "quantization method like bitsandbytes or torchao");
+        config.dequantize = true;
+      }
+    }
+  }
+  // The first validate_environment sees the map as given: a dict is checked now, a strategy
+  // after planning.
+  std::vector<std::string> offloaded;
+  if (!strategy.is_strategy()) {
+    const bool dict = strategy.kind == DeviceMapKind::kExplicit;
+    check_quantized_map(config, strategy.modules, dict);
+    const bool bnb = config.method != QuantMethod::kFp8;
+    if (bnb && config.fp32_cpu_offload && dict) {
+      for (const auto& [name, target] : strategy.modules) {
+        const bool cpu = target.kind == DeviceMapTarget::Kind::kDevice && target.device.str() == "cpu";
+        if (cpu || target.kind == DeviceMapTarget::Kind::kDisk) offloaded.push_back(name);
+      }
+    }
+  }
+  const DType dtype = options.dtype.value_or(model.dtype);
+  quantization::SwappedModel swapped =
+      quantization::swap_quantized_modules(model, config, dtype, offloaded);
+  load.model = std::move(swapped.model);
+  load.model.quantization.reset();
+  load.summary.method = to_string(config.method);
+  load.summary.pre_quantized = config.pre_quantized;
+  load.summary.dequantized = config.method == QuantMethod::kFp8 && config.dequantize;
+  load.summary.replaced = swapped.replaced;
+  load.summary.replaced_with = swapped.replaced_with;
+  load.summary.not_converted = swapped.not_converted;
+  load.summary.max_memory_factor = config.method == QuantMethod::kFp8 ? 1.0 : 0.90;
+  if (swapped.half_bytes_rounded) {
+    load.notes.push_back(
+        "a 4-bit weight has an odd number of elements: transformers counts its half byte, this "
+        "plan rounds it up to a whole byte, so a budget within a byte of a module's size can "
+        "place it differently");
+  }
+  if (config.method == QuantMethod::kFp8 && !config.dequantize && swapped.replaced == 0) {
+    load.warnings.push_back(
+        "You are loading your model using fp8 but no linear modules were found in your model. "
+        "Please double check your model architecture.");
+  }
+  return load;
+}
+
+}  // namespace backplane::planner

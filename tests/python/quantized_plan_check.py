@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""hwprobe plan with a quantizer against transformers 5.24's own quantizers (bitsandbytes 4-bit and
+8-bit, fine-grained fp8), on models transformers builds from configs written here.
+
+For each case the transformers side runs from_pretrained's planning steps with their own
+functions, in from_pretrained's order: get_hf_quantizer (the merge of a config.json's
+quantization_config with the one passed, validate_environment on the device_map as given),
+_get_dtype, the model built under get_init_context (meta device, weights not tied),
+hf_quantizer.preprocess_model (the module swap), compute_module_sizes and _get_device_map (the
+quantizer's element sizes, adjust_max_memory, validate_environment again on the inferred map).
+Only the weights are missing: no checkpoint is read. hwprobe must give the same map, model size,
+swapped-module count and modules_to_not_convert, or fail with the same message (exit 2, nothing on
+stdout), and report the same fall-back to dequantizing.
+
+The quantizers are imported and run as they are; bitsandbytes 0.50 (requirements-extra.txt) runs
+on a CPU. fp8 asks torch whether a GPU is there and of which compute capability: on this CPU-only
+machine the simulated machine's answer is given to it (torch.cuda.is_available and
+get_device_capability patched to say what hwprobe's --sim topology says), so the check compares
+the same hardware on both sides.
+
+Usage: quantized_plan_check.py HWPROBE
+"""
+
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig, FineGrainedFP8Config
+from transformers.integrations import accelerate as tia
+from transformers.modeling_utils import _get_dtype
+from transformers.quantizers.auto import get_hf_quantizer
+from transformers.utils import ContextManagers
+from transformers.utils import logging as hf_logging
+
+# Small models of four descriptor architectures (dimensions even, so 4-bit sizes are whole bytes).
+MODELS = {
+    "llama": ("llama", {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+                        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+                        "dtype": "bfloat16"}),
+    "llama_tied": ("llama", {"hidden_size": 192, "intermediate_size": 512, "num_hidden_layers": 3,
+                             "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 640,
+                             "tie_word_embeddings": True, "dtype": "float16"}),
+    "gpt2": ("gpt2", {"n_embd": 128, "n_layer": 3, "n_head": 4, "n_positions": 64,
+                      "vocab_size": 500, "dtype": "float32"}),
+    "mixtral": ("mixtral", {"hidden_size": 256, "intermediate_size": 384, "num_hidden_layers": 3,
+                            "num_attention_heads": 4, "num_key_value_heads": 2,
+                            "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 800,
+                            "dtype": "bfloat16"}),
+    "qwen2": ("qwen2", {"hidden_size": 256, "intermediate_size": 704, "num_hidden_layers": 4,
+                        "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1200,
+                        "tie_word_embeddings": True, "dtype": "bfloat16"}),
+}
+
+# quantization_config blocks of pre-quantized checkpoints, as their config.json carries them.
+BNB_4BIT = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+            "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}
+BNB_8BIT_SKIPS = {"quant_method": "bitsandbytes", "load_in_8bit": True,
+                  "llm_int8_skip_modules": ["lm_head", "mlp.down_proj"]}
+FP8_BLOCKS = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+FP8_STATIC = {"quant_method": "fp8", "activation_scheme": "static", "weight_block_size": None,
+              "modules_to_not_convert": ["lm_head", "model.layers.0.self_attn"]}
+FP8_UE8M0 = {"quant_method": "fp8", "weight_block_size": [64, 128], "scale_fmt": "ue8m0"}
+
+# --quantize values and the configs from_pretrained(quantization_config=...) gets for them.
+ON_LOAD = {
+    "bnb-4bit": lambda: BitsAndBytesConfig(load_in_4bit=True),
+    "bnb-8bit": lambda: BitsAndBytesConfig(load_in_8bit=True),
+    "fp8": lambda: FineGrainedFP8Config(),
+}
+
+# (model, config.json's quantization_config or None, --quantize or None, simulated machine)
+CASES = [
+    ("llama", None, "bnb-4bit", "h100x8"),
+    ("llama", None, "bnb-8bit", "h100x8"),
+    ("llama", None, "fp8", "h100x8"),
+    ("llama_tied", None, "bnb-4bit", "h100x8"),
+    ("llama_tied", None, "fp8", "h100x8"),
+    ("gpt2", None, "bnb-4bit", "h100x8"),
+    ("gpt2", None, "bnb-8bit", "h100x8"),
+    ("gpt2", None, "fp8", "h100x8"),
+    ("mixtral", None, "bnb-4bit", "h100x8"),
+    ("mixtral", None, "fp8", "h100x8"),
+    ("qwen2", None, "bnb-8bit", "h100x8"),
+    ("qwen2", None, "fp8", "h100x8"),
+    ("llama", BNB_4BIT, None, "h100x8"),
+    ("qwen2", BNB_8BIT_SKIPS, None, "h100x8"),
+    ("mixtral", FP8_BLOCKS, None, "h100x8"),
+    ("llama", FP8_STATIC, None, "h100x8"),
+    ("qwen2", FP8_UE8M0, None, "h100x8"),
+    ("mixtral", FP8_UE8M0, None, "h100x8"),
+    # A config's quantization_config wins over the one passed (bitsandbytes warns; fp8 takes the
+    # passed one's loading attributes); another config class is refused.
+    ("llama", BNB_8BIT_SKIPS, "bnb-4bit", "h100x8"),
+    ("mixtral", FP8_STATIC, "fp8", "h100x8"),
+    ("llama", FP8_BLOCKS, "bnb-4bit", "h100x8"),
+    # Where fp8 cannot run: a GPU under compute capability 8.9, no GPU at all.
+    ("llama", FP8_BLOCKS, None, "a10g"),
+    ("llama", None, "fp8", "a10g"),
+    ("qwen2", FP8_BLOCKS, None, "cpu"),
+    ("qwen2", None, "fp8", "cpu"),
+    ("gpt2", None, "bnb-4bit", "cpu"),
+]
+
+# Budgets as fractions of the quantized model's size, per simulated machine: all on one GPU,
+# split over three, too little GPU memory (cpu and disk entries in the map).
+GPU_BUDGETS = [
+    {0: 1.3, "cpu": 2.0},
+    {0: 0.45, 1: 0.45, 2: 1.0, "cpu": 2.0},
+    {0: 0.3, 1: 0.3, "cpu": 2.0},
+    {0: 0.25, "cpu": 0.3, "disk": 10.0},
+]
+CPU_BUDGETS = [{"cpu": 2.0}, {"cpu": 0.5, "disk": 10.0}]
+STRATEGIES = ["auto", "balanced_low_0", "sequential"]
+DICT_MAPS = [
+    {"": 0},
+    {"model.embed_tokens": 0, "model.layers": 1, "model.norm": 1, "model.rotary_emb": 1,
+     "lm_head": "cpu"},
+]
+
+SIMULATED = {
+    "h100x8": {"cuda": (9, 0), "devices": 8},
+    "a10g": {"cuda": (8, 6), "devices": 1},
+    "cpu": {"cuda": None, "devices": 0},
+}
+TOPOLOGIES = {
+    "a10g": {"name": "1x NVIDIA A10G", "devices": [{
+        "type": "cuda", "vendor": "nvidia", "name": "NVIDIA A10G", "memory": "23028MiB",
+        "compute_capability": "8.6", "uuid": "GPU-00000000-0000-0000-0000-00000000a10g",
+        "pci_bus_id": "0000:00:1e.0", "multiprocessors": 80, "clock_mhz": 1710}]},
+    "cpu": {"name": "CPU only", "devices": []},
+}
+
+
+@contextlib.contextmanager
+def simulated_cuda(machine):
+    """torch's answers about CUDA, as the simulated machine would give them."""
+    capability = SIMULATED[machine]["cuda"]
+    saved = torch.cuda.is_available, torch.cuda.get_device_capability
+    torch.cuda.is_available = lambda: capability is not None
+    torch.cuda.get_device_capability = lambda *args: capability
+    try:
+        yield
+    finally:
+        torch.cuda.is_available, torch.cuda.get_device_capability = saved
+
+
+class Captured(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+# accelerate warns of every budgeted GPU index that this CPU-only machine lacks; transformers'
+# warnings are captured per case (Captured) instead of printed.
+logging.getLogger("accelerate").setLevel(logging.ERROR)
+hf_logging.disable_default_handler()
+
+
+def transformers_plan(folder, quantize, device_map, max_memory, machine):
+    """from_pretrained's planning steps, without reading weights. Returns a dict with the map or
+    the error, the sizes, the swap and the warnings."""
+    hf_logging.get_logger("transformers").warning_once.cache_clear()
+    handler = Captured()
+    root = hf_logging.get_logger("transformers")
+    root.addHandler(handler)
+    out = {}
+    try:
+        with simulated_cuda(machine), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            config = AutoConfig.from_pretrained(folder)
+            model_class = AutoModelForCausalLM._model_mapping[type(config)]
+            passed = ON_LOAD[quantize]() if quantize else None
+            dm = tia.check_and_set_device_map(device_map)
+            hf_quantizer, config, dm = get_hf_quantizer(config, passed, dm, True, {})
+            config, dtype = _get_dtype("auto", None, config, None, None, True, hf_quantizer)
+            with ContextManagers(model_class.get_init_context(dtype, True, False, False)):
+                model = model_class(config)
+                hf_quantizer.preprocess_model(model=model, dtype=dtype, device_map=dm,
+                                              checkpoint_files=None, use_kernels=False)
+            out["model_size"] = tia.compute_module_sizes(model, hf_quantizer)[0][""]
+            q = hf_quantizer.quantization_config
+            out["dequantized"] = bool(getattr(q, "dequantize", False))
+            replaced = {"Linear4bit", "Linear8bitLt", "FP8Linear", "FP8Experts"}
+            out["replaced"] = sum(type(m).__name__ in replaced for m in model.modules())
+            out["not_converted"] = sorted(set(hf_quantizer.modules_to_not_convert or []))
+            result = tia._get_device_map(model, dm, max_memory, hf_quantizer)
+            out["device_map"] = [[k, v if not isinstance(v, torch.device) else str(v)]
+                                 for k, v in result.items()]
+            out["warnings"] = [str(w.message) for w in caught if "quantization_config" in str(w.message)]
+    except Exception as e:  # hwprobe must refuse where transformers does
+        out = {"error": str(e)}
+    finally:
+        root.removeHandler(handler)
+    out["logged"] = handler.messages
+    return out
+
+
+def budget_text(budgets):
+    return ",".join(f"{k}={v}" for k, v in budgets.items())
+
+
+def hwprobe(tool, folder, quantize, device_map, max_memory, machine, topology_files):
+    args = [tool, "plan", folder, "--device-map",
+            device_map if isinstance(device_map, str) else json.dumps(device_map), "--json",
+            "--sim", topology_files.get(machine, machine)]
+    if max_memory:
+        args += ["--max-memory", budget_text(max_memory)]
+    if quantize:
+        args += ["--quantize", quantize]
+    return subprocess.run(args, capture_output=True, text=True)
+
+
+def hwprobe_map(got):
+    return sorted([k, v] for k, v in got["device_map"].items())
+
+
+def compare(label, expected, run, failures):
+    if "error" in expected:
+        if run.returncode != 2 or run.stdout.strip():
+            failures.append(f"{label}: transformers refuses ({expected['error']}), hwprobe exit "
+                            f"{run.returncode}, stdout {run.stdout[:200]!r}")
+        elif expected["error"].strip() not in run.stderr:
+            failures.append(f"{label}: transformers says {expected['error']!r}; hwprobe says "
+                            f"{run.stderr.strip()!r}")
+        return
+    if run.returncode != 0:
+        failures.append(f"{label}: transformers plans {expected['device_map']}; hwprobe exit "
+                        f"{run.returncode}: {run.stderr.strip()}")
+        return
+    got = json.loads(run.stdout)
+    q = got.get("quantization") or {}
+    checks = [
+        # hf_device_map is a dict: equal entries in any order.
+        ("device_map", sorted(expected["device_map"]), hwprobe_map(got)),
+        ("model_size", expected["model_size"], got["model_size"]),
+        ("dequantized", expected["dequantized"], q.get("dequantized")),
+        ("replaced modules", expected["replaced"], q.get("replaced_modules")),
+        ("modules_to_not_convert", expected["not_converted"],
+         sorted(set(q.get("modules_to_not_convert", [])))),
+    ]
+    for what, want, have in checks:
+        if want != have:
+            failures.append(f"{label}: {what}: transformers {want}, hwprobe {have}")
+    # Every warning transformers gives about the quantizer hwprobe gives too, in its words.
+    for message in expected["warnings"] + [m for m in expected["logged"] if "FP8" in m or "fp8" in m]:
+        if message.strip() not in run.stderr and message.strip() not in json.dumps(got):
+            failures.append(f"{label}: transformers warns {message!r}; hwprobe does not "
+                            f"(stderr {run.stderr.strip()!r})")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tool = sys.argv[1]
+    failures = []
+    planned = refused = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        topology_files = {}
+        for name, topology in TOPOLOGIES.items():
+            path = os.path.join(tmp, name + ".json")
+            with open(path, "w") as f:
+                json.dump(topology, f)
+            topology_files[name] = path
+        for index, (model_name, quantization, quantize, machine) in enumerate(CASES):
+            model_type, overrides = MODELS[model_name]
+            folder = os.path.join(tmp, f"case{index}")
+            config = AutoConfig.for_model(model_type, **overrides)
+            config.architectures = [AutoModelForCausalLM._model_mapping[type(config)].__name__]
+            if quantization is not None:
+                config.quantization_config = dict(quantization)
+            config.save_pretrained(folder)
+            # The quantized size, to scale the budgets by.
+            whole = transformers_plan(folder, quantize, {"": "cpu"}, None, machine)
+            size = whole.get("model_size", 10**6)
+            budgets = GPU_BUDGETS if SIMULATED[machine]["devices"] else CPU_BUDGETS
+            for fractions in budgets:
+                max_memory = {k: int(size * f) for k, f in fractions.items()}
+                for strategy in STRATEGIES:
+                    label = (f"{model_name} config={quantization and quantization['quant_method']} "
+                             f"--quantize {quantize} {machine} {strategy} {budget_text(max_memory)}")
+                    expected = transformers_plan(folder, quantize, strategy, max_memory, machine)
+                    run = hwprobe(tool, folder, quantize, strategy, max_memory, machine,
+                                  topology_files)
+                    compare(label, expected, run, failures)
+                    planned += "error" not in expected
+                    refused += "error" in expected
+            if SIMULATED[machine]["devices"] > 1 and model_type in ("llama", "qwen2", "mixtral"):
+                for device_map in DICT_MAPS:
+                    label = f"{model_name} --quantize {quantize} {machine} device_map={device_map}"
+                    expected = transformers_plan(folder, quantize, device_map, None, machine)
+                    run = hwprobe(tool, folder, quantize, device_map, None, machine,
+                                  topology_files)
+                    compare(label, expected, run, failures)
+                    planned += "error" not in expected
+                    refused += "error" in expected
+    for failure in failures:
+        print("FAIL", failure)
+    print(f"quantized plans: {planned} planned, {refused} refused, {len(failures)} differences")
+    return 1 if failures or planned == 0 or refused == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
