@@ -80,7 +80,7 @@ TEST(MemoryEstimate, FitsCompareWithTheDevicesFreeMemory) {
   ModelDescription m = tiny_model();  // 322 bytes in float32, 161 in float16
   PlanHardware hw;
   hw.accelerator_type = "cuda";
-  hw.accelerators = {{0, 200}, {1, 150}};
+  hw.accelerators = {{0, 200, std::nullopt}, {1, 150, std::nullopt}};
   hw.cpu_available = 100;
   const MemoryEstimate e =
       estimate_memory(m, {EstimateDType::kFloat32, EstimateDType::kFloat16}, hw);

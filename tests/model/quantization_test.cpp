@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
              R"({"quant_method": "fp8", "weight_block_size": [64, 32], "scale_fmt": "ue8m0",
                  "ignored_layers": ["lm_head"]})",
              QuantMethod::kFp8, false, Names{"lm_head"}, Block{64, 32}, false, true}),
-    [](const auto& info) { return info.param.label; });
+    [](const ::testing::TestParamInfo<Read>& param) { return param.param.label; });
 
 struct Refused {
   std::string quantization_config;

@@ -134,7 +134,7 @@ void run_case(const json& c, const backplane::ModelDescription& model, Outcome& 
     hardware.accelerator_type = h.at("type").get<std::string>();
     int index = 0;
     for (const json& free : h.at("accelerators")) {
-      hardware.accelerators.push_back({index++, free.get<uint64_t>()});
+      hardware.accelerators.push_back({index++, free.get<uint64_t>(), std::nullopt});
     }
     hardware.cpu_available = h.at("cpu").get<uint64_t>();
   }

@@ -337,6 +337,48 @@ TEST(HwprobePlan, EachTorchrunRankLearnsItsDeviceAndShards) {
   EXPECT_NE(outside.err.find("rank 5 is outside --tp-size 4"), std::string::npos) << outside.err;
 }
 
+// The seed's question, "does it fit in 4-bit?": Llama-70B quantized on load by bitsandbytes
+// takes a quarter of its bfloat16 size, every Linear but lm_head swapped, budgets at 90%.
+TEST(HwprobePlan, QuantizeOnLoadSwapsTheLinearsAndShrinksTheModel) {
+  const json plan = plan_json({"--config", kLlama70b, "--device-map", "auto", "--quantize",
+                               "bnb-4bit", "--sim", "h100x8"});
+  const json& q = plan.at("quantization");
+  EXPECT_EQ(q.at("method"), "bitsandbytes_4bit");
+  EXPECT_EQ(q.at("pre_quantized"), false);
+  EXPECT_EQ(q.at("replaced_modules"), 80 * 7);  // q, k, v, o, gate, up, down in 80 layers
+  EXPECT_EQ(q.at("replaced_with"), "Linear4bit");
+  EXPECT_EQ(q.at("modules_to_not_convert"), json::array({"lm_head"}));
+  EXPECT_DOUBLE_EQ(q.at("max_memory_factor").get<double>(), 0.9);
+  const auto size = plan.at("model_size").get<uint64_t>();
+  const auto unquantized = q.at("unquantized_size").get<uint64_t>();
+  EXPECT_LT(size, unquantized / 3);
+  EXPECT_GT(size, unquantized / 4);  // embeddings, norms and lm_head stay in bfloat16
+  for (const auto& [name, device] : plan.at("device_map").items()) {
+    EXPECT_TRUE(device.is_number_integer()) << name << ": " << device;  // all on GPUs
+  }
+  const ProcessResult text = hwprobe({"--config", kLlama70b, "--device-map", "auto", "--quantize",
+                                      "bnb-4bit", "--sim", "h100x8"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("quantization: bitsandbytes_4bit (on load), 560 modules -> Linear4bit"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("kept in full precision: lm_head"), std::string::npos) << text.out;
+}
+
+// Quantizing on load without room on the GPUs: bitsandbytes refuses the map it would make.
+TEST(HwprobePlan, QuantizedWeightsOffloadedAreRefusedInTransformersWords) {
+  const ProcessResult r =
+      hwprobe({"--config", kLlama70b, "--device-map", "auto", "--quantize", "bnb-8bit",
+               "--max-memory", "0=20GiB,cpu=200GiB", "--sim", "h100x8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("Some modules are dispatched on the CPU or the disk. Make sure you have "
+                       "enough GPU RAM to fit the quantized model."),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("llm_int8_enable_fp32_cpu_offload=True"), std::string::npos) << r.err;
+}
+
 struct BadInput {
   std::vector<std::string> args;
   const char* message;  // a part of stderr
@@ -415,6 +457,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--config", "/nonexistent/config.json", "--device-map", "auto"},
                  "/nonexistent/config.json"},
         BadInput{{"--config", kLlama70b, "--device-map", "auto", "--bogus"},
-                 "unrecognised option '--bogus'"}));
+                 "unrecognised option '--bogus'"},
+        // Quantization: an unknown method names the accepted ones; contradictory bitsandbytes
+        // flags and a GPU-only method without a GPU get transformers' errors.
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--quantize", "int4"},
+                 "--quantize int4: expected bnb-4bit, bnb-8bit or fp8"},
+        BadInput{{kPlannerData + "/bnb-both-bits-config.json", "--device-map", "auto"},
+                 "load_in_4bit and load_in_8bit are both True, but only one can be used at the "
+                 "same time"},
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--quantize", "fp8", "--sim",
+                  kPlannerData + "/cpu-only-topology.json"},
+                 "No GPU or XPU found. A GPU or XPU is needed for FP8 quantization."},
+        BadInput{{"--config", kLlama70b, "--tp-size", "2", "--quantize", "bnb-4bit"},
+                 "tensor-parallel plans of a model quantized with bitsandbytes_4bit are not "
+                 "described here"},
+        BadInput{{"--config", kLlama70b, "--device-map", "auto", "--quantize", "bnb-4bit",
+                  "--rules", "accelerate", "--sim", "h100x8"},
+                 "the accelerate rules (load_checkpoint_and_dispatch) have no quantizer"}));
 
 }  // namespace

@@ -188,7 +188,7 @@ TEST(Planner, CleanFoldsOnlyTwoOrMoreKeys) {
 TEST(Planner, DefaultMaxMemoryFromTheHardware) {
   PlanHardware one;
   one.accelerator_type = "cuda";
-  one.accelerators = {{0, 10000}};
+  one.accelerators = {{0, 10000, std::nullopt}};
   one.cpu_available = 20000;
   // from_pretrained: one accelerator and no max_memory: 90% of it; 90% of RAM for cpu.
   DevicePlan p = plan(tiny_llama(), "auto", "", PlanRules::kFromPretrained, std::nullopt, one);
@@ -202,7 +202,7 @@ TEST(Planner, DefaultMaxMemoryFromTheHardware) {
   EXPECT_EQ(p.max_memory.str(), "0=10000,cpu=18000");
 
   // 0.9 x 3000 = 2700 leaves GPU 0 too small for the whole model.
-  one.accelerators = {{0, 3000}};
+  one.accelerators = {{0, 3000, std::nullopt}};
   p = plan(tiny_llama(), "auto", "", PlanRules::kFromPretrained, std::nullopt, one);
   EXPECT_EQ(p.max_memory.str(), "0=2700,cpu=18000");
   EXPECT_NE(map_of(p), "''=0");
@@ -217,7 +217,7 @@ TEST(Planner, DefaultMaxMemoryFromTheHardware) {
   // Apple silicon: mps takes the RAM, and there is no cpu budget.
   PlanHardware mac;
   mac.accelerator_type = "mps";
-  mac.accelerators = {{0, 0}};
+  mac.accelerators = {{0, 0, std::nullopt}};
   mac.cpu_available = 1 << 20;
   p = plan(tiny_llama(), "auto", "", PlanRules::kFromPretrained, std::nullopt, mac);
   EXPECT_EQ(map_of(p), "''=mps");
@@ -227,7 +227,7 @@ TEST(Planner, DefaultMaxMemoryFromTheHardware) {
 PlanHardware four_gpus() {
   PlanHardware h;
   h.accelerator_type = "cuda";
-  for (int i = 0; i < 4; ++i) h.accelerators.push_back({i, 1u << 30});
+  for (int i = 0; i < 4; ++i) h.accelerators.push_back({i, 1u << 30, std::nullopt});
   h.cpu_available = 1u << 30;
   return h;
 }

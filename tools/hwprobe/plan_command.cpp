@@ -265,7 +265,9 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
                 const std::string& device_map, const std::optional<backplane::DType>& dtype) {
   std::cout << (model.architecture.empty() ? std::string("model") : model.architecture) << ", "
             << format_bytes(plan.model_size) << " ("
-            << backplane::to_string(dtype.value_or(model.dtype)) << "), device_map=" << device_map
+            << backplane::to_string(dtype.value_or(model.dtype))
+            << (plan.quantized && !plan.quantized->dequantized ? ", " + plan.quantized->method : "")
+            << "), device_map=" << device_map
             << "\n";
   std::string budgets;
   for (const auto& [device, bytes] : plan.max_memory.entries()) {
