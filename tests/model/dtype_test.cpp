@@ -70,8 +70,8 @@ INSTANTIATE_TEST_SUITE_P(Refused, InvalidDType,
 
 TEST(DType, CanonicalNamesRoundTrip) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-                      DType::kFloat8E4M3, DType::kFloat8E5M2, DType::kFloat8E8M0, DType::kInt64, DType::kInt32,
-                      DType::kInt16, DType::kInt8, DType::kUInt8, DType::kBool}) {
+                      DType::kFloat8E4M3, DType::kFloat8E5M2, DType::kFloat8E8M0, DType::kInt64,
+                      DType::kInt32, DType::kInt16, DType::kInt8, DType::kUInt8, DType::kBool}) {
     EXPECT_EQ(backplane::parse_dtype(backplane::to_string(dtype)), dtype)
         << backplane::to_string(dtype);
   }
@@ -86,10 +86,11 @@ TEST(DType, BitsAndKinds) {
     bool floating;
   };
   const Row rows[] = {
-      {DType::kFloat32, 32, true}, {DType::kFloat16, 16, true},   {DType::kBFloat16, 16, true},
-      {DType::kFloat64, 64, true}, {DType::kFloat8E4M3, 8, true}, {DType::kFloat8E5M2, 8, true},
-      {DType::kFloat8E8M0, 8, true},      {DType::kInt64, 64, false},  {DType::kInt32, 32, false},    {DType::kInt16, 16, false},
-      {DType::kInt8, 8, false},    {DType::kUInt8, 8, false},     {DType::kBool, 8, false},
+      {DType::kFloat32, 32, true},   {DType::kFloat16, 16, true},   {DType::kBFloat16, 16, true},
+      {DType::kFloat64, 64, true},   {DType::kFloat8E4M3, 8, true}, {DType::kFloat8E5M2, 8, true},
+      {DType::kFloat8E8M0, 8, true}, {DType::kInt64, 64, false},    {DType::kInt32, 32, false},
+      {DType::kInt16, 16, false},    {DType::kInt8, 8, false},      {DType::kUInt8, 8, false},
+      {DType::kBool, 8, false},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(backplane::dtype_bits(row.dtype), row.bits) << backplane::to_string(row.dtype);

@@ -36,7 +36,9 @@ struct Read {
   bool ue8m0;
 };
 
-std::ostream& operator<<(std::ostream& os, const Read& r) { return os << r.label; }
+std::ostream& operator<<(std::ostream& os, const Read& r) {
+  return os << r.label;
+}
 
 class ReadsQuantizationConfig : public ::testing::TestWithParam<Read> {};
 
@@ -92,7 +94,9 @@ struct Refused {
   std::string message;
 };
 
-std::ostream& operator<<(std::ostream& os, const Refused& r) { return os << r.quantization_config; }
+std::ostream& operator<<(std::ostream& os, const Refused& r) {
+  return os << r.quantization_config;
+}
 
 class RefusesQuantizationConfig : public ::testing::TestWithParam<Refused> {};
 
@@ -110,8 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refused{R"({"quant_method": "bitsandbytes", "load_in_4bit": "yes"})",
                 "quantization_config: load_in_4bit must be a boolean"},
-        Refused{R"({"quant_method": "bitsandbytes", "load_in_8bit": true, "llm_int8_threshold": 6})",
-                "llm_int8_threshold must be a float"},
+        Refused{
+            R"({"quant_method": "bitsandbytes", "load_in_8bit": true, "llm_int8_threshold": 6})",
+            "llm_int8_threshold must be a float"},
         Refused{R"({"quant_method": "bitsandbytes", "load_in_8bit": true,
                     "llm_int8_skip_modules": "lm_head"})",
                 "llm_int8_skip_modules must be a list of strings"},
@@ -166,7 +171,8 @@ TEST(QuantizeOption, RefusesOthersNamingTheAccepted) {
       FAIL() << text;
     } catch (const backplane::InvalidArgument& e) {
       const std::string message = e.what();
-      EXPECT_NE(message.find(std::string("--quantize ") + text + ":"), std::string::npos) << message;
+      EXPECT_NE(message.find(std::string("--quantize ") + text + ":"), std::string::npos)
+          << message;
       EXPECT_NE(message.find("bnb-4bit, bnb-8bit or fp8"), std::string::npos) << message;
     }
   }
@@ -203,7 +209,7 @@ TEST(QuantizeOnLoad, TheCheckpointsConfigWins) {
   warnings.clear();
   backplane::quantize_on_load(fp8, backplane::parse_quantize_option("fp8"), warnings);
   EXPECT_TRUE(warnings.empty());
-  EXPECT_TRUE(fp8.quantization->static_activations);  // the checkpoint's
+  EXPECT_TRUE(fp8.quantization->static_activations);                   // the checkpoint's
   EXPECT_FALSE(fp8.quantization->modules_to_not_convert.has_value());  // the passed default
 
   try {

@@ -53,8 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
         Skip{"model.layers.0.mlp.up_proj", {"model"}, false},
         Skip{"model.layers.0.mlp.up_proj", {"mod"}, true},
         // A suffix, of the name or of its last part.
-        Skip{"lm_head", {"lm_head"}, false},
-        Skip{"model.lm_head", {"lm_head"}, false},
+        Skip{"lm_head", {"lm_head"}, false}, Skip{"model.lm_head", {"lm_head"}, false},
         Skip{"model.layers.0.mlp.down_proj", {"mlp.down_proj"}, false},
         Skip{"model.layers.0.mlp.up_proj", {"p_proj"}, false},
         Skip{"model.layers.0.mlp.down_proj", {"down"}, true},
@@ -96,7 +95,8 @@ TEST(Swap, BitsAndBytes4bitCountsWeightsAtHalfAByte) {
   EXPECT_EQ(count_class(swapped.model.root, "Linear4bit"), 14);
   EXPECT_EQ(swapped.replaced_with, "Linear4bit");
   EXPECT_EQ(swapped.not_converted, std::vector<std::string>{"lm_head"});
-  const backplane::Module* q = backplane::find_module(swapped.model.root, "model.layers.0.mlp.up_proj");
+  const backplane::Module* q =
+      backplane::find_module(swapped.model.root, "model.layers.0.mlp.up_proj");
   ASSERT_NE(q, nullptr);
   ASSERT_EQ(q->tensors.size(), 1u);
   EXPECT_EQ(q->tensors[0].quantized_bits, 4);
@@ -124,8 +124,8 @@ TEST(Swap, GivenSkipsReplaceTheDefaults) {
 // with ue8m0 scales; a scalar scale without blocks; an activation scale when static.
 TEST(Swap, Fp8LinearTensors) {
   backplane::ModelDescription model;
-  model.root = planner_test::module("", "M", {}, {planner_test::linear("proj", 300, 129),
-                                                  planner_test::linear("head", 7, 129)});
+  model.root = planner_test::module(
+      "", "M", {}, {planner_test::linear("proj", 300, 129), planner_test::linear("head", 7, 129)});
   model.hyperparameters["hidden_size"] = 129;
   QuantizationConfig config;
   config.method = QuantMethod::kFp8;

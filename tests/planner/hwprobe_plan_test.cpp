@@ -340,8 +340,8 @@ TEST(HwprobePlan, EachTorchrunRankLearnsItsDeviceAndShards) {
 // The seed's question, "does it fit in 4-bit?": Llama-70B quantized on load by bitsandbytes
 // takes a quarter of its bfloat16 size, every Linear but lm_head swapped, budgets at 90%.
 TEST(HwprobePlan, QuantizeOnLoadSwapsTheLinearsAndShrinksTheModel) {
-  const json plan = plan_json({"--config", kLlama70b, "--device-map", "auto", "--quantize",
-                               "bnb-4bit", "--sim", "h100x8"});
+  const json plan = plan_json(
+      {"--config", kLlama70b, "--device-map", "auto", "--quantize", "bnb-4bit", "--sim", "h100x8"});
   const json& q = plan.at("quantization");
   EXPECT_EQ(q.at("method"), "bitsandbytes_4bit");
   EXPECT_EQ(q.at("pre_quantized"), false);
@@ -356,8 +356,8 @@ TEST(HwprobePlan, QuantizeOnLoadSwapsTheLinearsAndShrinksTheModel) {
   for (const auto& [name, device] : plan.at("device_map").items()) {
     EXPECT_TRUE(device.is_number_integer()) << name << ": " << device;  // all on GPUs
   }
-  const ProcessResult text = hwprobe({"--config", kLlama70b, "--device-map", "auto", "--quantize",
-                                      "bnb-4bit", "--sim", "h100x8"});
+  const ProcessResult text = hwprobe(
+      {"--config", kLlama70b, "--device-map", "auto", "--quantize", "bnb-4bit", "--sim", "h100x8"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("quantization: bitsandbytes_4bit (on load), 560 modules -> Linear4bit"),
             std::string::npos)
@@ -377,6 +377,49 @@ TEST(HwprobePlan, QuantizedWeightsOffloadedAreRefusedInTransformersWords) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("llm_int8_enable_fp32_cpu_offload=True"), std::string::npos) << r.err;
+}
+
+// hwprobe quant: the same rules per device of a simulated machine.
+TEST(HwprobeQuant, EachDeviceSaysWhichMethodsLoadAndWhy) {
+  const ProcessResult r = run_process({HWPROBE_PATH, "quant", "--sim", "h100x8", "--json"},
+                                      {{"BACKPLANE_PLUGIN_PATH", ""}, {"BACKPLANE_PLUGINS", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out.at("accelerator"), "cuda");
+  std::map<std::string, json> by_device;
+  for (const json& d : out.at("devices")) by_device[d.at("device")] = d;
+  ASSERT_EQ(by_device.count("cuda:7"), 1u);
+  ASSERT_EQ(by_device.count("cpu"), 1u);
+  EXPECT_EQ(by_device["cuda:7"].at("compute_capability"), "9.0");
+  EXPECT_TRUE(by_device["cpu"].at("offload").get<bool>());
+  std::map<std::string, json> gpu;
+  for (const json& m : by_device["cuda:7"].at("methods")) gpu[m.at("method")] = m;
+  EXPECT_EQ(gpu["fp8"].at("on_load"), "loads");
+  EXPECT_EQ(gpu["awq"].at("on_load"), "refused");
+  EXPECT_EQ(gpu["awq"].at("pre_quantized"), "loads");
+  EXPECT_TRUE(gpu["bitsandbytes_4bit"].at("planned").get<bool>());
+  EXPECT_FALSE(gpu["gptq"].at("planned").get<bool>());
+  std::map<std::string, json> cpu;
+  for (const json& m : by_device["cpu"].at("methods")) cpu[m.at("method")] = m;
+  EXPECT_EQ(cpu["bitsandbytes_8bit"].at("on_load"), "refused");
+  EXPECT_EQ(cpu["fp8"].at("pre_quantized"), "loads");
+
+  const ProcessResult one = run_process(
+      {HWPROBE_PATH, "quant", "--sim", kPlannerData + "/cpu-only-topology.json", "--device", "cpu"},
+      {{"BACKPLANE_PLUGIN_PATH", ""}, {"BACKPLANE_PLUGINS", ""}});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("METHOD              ON LOAD      PRE-QUANTIZED  PLANNED  WHY"),
+            std::string::npos)
+      << one.out;
+  EXPECT_NE(one.out.find("fp8                 refused      dequantized    yes"), std::string::npos)
+      << one.out;
+
+  const ProcessResult absent =
+      run_process({HWPROBE_PATH, "quant", "--sim", "h100x8", "--device", "cuda:8"},
+                  {{"BACKPLANE_PLUGIN_PATH", ""}});
+  EXPECT_EQ(absent.exit_code, 2);
+  EXPECT_TRUE(absent.out.empty()) << absent.out;
+  EXPECT_NE(absent.err.find("cuda:8"), std::string::npos) << absent.err;
 }
 
 struct BadInput {

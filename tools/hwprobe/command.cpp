@@ -46,6 +46,8 @@ const std::vector<Command>& commands() {
        &run_estimate},
       {"attention", "which attention kernel each attn_implementation value runs, and why",
        &run_attention},
+      {"quant", "which quantization methods transformers can use on each device, and why not",
+       &run_quant},
   };
   return list;
 }

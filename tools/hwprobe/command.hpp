@@ -43,5 +43,6 @@ int run_select(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_attention(const std::vector<std::string>& args);
 int run_estimate(const std::vector<std::string>& args);
+int run_quant(const std::vector<std::string>& args);
 
 }  // namespace hwprobe

@@ -243,17 +243,19 @@ std::string compact_by_layer(const std::vector<std::string>& names) {
   return out;
 }
 
-// What the quantizer did to the model: its swap, what it kept, its budget factor, the size it saves.
+// What the quantizer did to the model: its swap, what it kept, its budget factor, the size it
+// saves.
 void print_quantization(const backplane::DevicePlan::Quantized& q, uint64_t model_size) {
-  std::cout << "quantization: " << q.method << (q.pre_quantized ? " (pre-quantized checkpoint)" : " (on load)");
+  std::cout << "quantization: " << q.method
+            << (q.pre_quantized ? " (pre-quantized checkpoint)" : " (on load)");
   if (q.dequantized) {
     std::cout << ", dequantized: loaded in full precision\n";
     return;
   }
   std::cout << ", " << q.replaced << " modules -> " << q.replaced_with << "\n";
   std::vector<std::string> kept = q.not_converted;
-  std::cout << "  kept in full precision: " << (kept.empty() ? std::string("nothing") : compact_by_layer(kept))
-            << "\n";
+  std::cout << "  kept in full precision: "
+            << (kept.empty() ? std::string("nothing") : compact_by_layer(kept)) << "\n";
   if (q.max_memory_factor != 1.0) {
     std::cout << "  budgets: x" << q.max_memory_factor << " (the quantizer's adjust_max_memory)\n";
   }
@@ -267,8 +269,7 @@ void print_plan(const backplane::ModelDescription& model, const backplane::Devic
             << format_bytes(plan.model_size) << " ("
             << backplane::to_string(dtype.value_or(model.dtype))
             << (plan.quantized && !plan.quantized->dequantized ? ", " + plan.quantized->method : "")
-            << "), device_map=" << device_map
-            << "\n";
+            << "), device_map=" << device_map << "\n";
   std::string budgets;
   for (const auto& [device, bytes] : plan.max_memory.entries()) {
     budgets += (budgets.empty() ? "" : ", ") + device.str() + "=" + format_bytes(bytes);

@@ -12,9 +12,12 @@ namespace backplane {
 
 const char* to_string(QuantMethod method) {
   switch (method) {
-    case QuantMethod::kBitsAndBytes4bit: return "bitsandbytes_4bit";
-    case QuantMethod::kBitsAndBytes8bit: return "bitsandbytes_8bit";
-    case QuantMethod::kFp8: return "fp8";
+    case QuantMethod::kBitsAndBytes4bit:
+      return "bitsandbytes_4bit";
+    case QuantMethod::kBitsAndBytes8bit:
+      return "bitsandbytes_8bit";
+    case QuantMethod::kFp8:
+      return "fp8";
   }
   return "?";
 }
@@ -88,7 +91,9 @@ class Reader {
 };
 
 // Python's repr of a str: 'x'.
-std::string repr(const std::string& text) { return "'" + text + "'"; }
+std::string repr(const std::string& text) {
+  return "'" + text + "'";
+}
 
 QuantizationConfig read_bitsandbytes(const Reader& r, QuantMethod method) {
   QuantizationConfig config;
@@ -111,9 +116,8 @@ QuantizationConfig read_bitsandbytes(const Reader& r, QuantMethod method) {
     static const char* const kStorage[] = {"float16", "float32", "int8",
                                            "uint8",   "float64", "bfloat16"};
     const bool known = storage->is_string() &&
-                       std::any_of(std::begin(kStorage), std::end(kStorage), [&](const char* s) {
-                         return storage->get<std::string>() == s;
-                       });
+                       std::any_of(std::begin(kStorage), std::end(kStorage),
+                                   [&](const char* s) { return storage->get<std::string>() == s; });
     if (!known) {
       r.fail(
           "`bnb_4bit_quant_storage` must be a valid string (one of 'float16', 'float32', 'int8', "
@@ -129,7 +133,8 @@ QuantizationConfig read_fp8(const Reader& r) {
   std::string scheme = r.text("activation_scheme", "dynamic");
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (scheme != "dynamic" && scheme != "static") r.fail("Activation scheme " + scheme + " not supported");
+  if (scheme != "dynamic" && scheme != "static")
+    r.fail("Activation scheme " + scheme + " not supported");
   config.static_activations = scheme == "static";
   const Json* block = r.get("weight_block_size");
   if (!r.has("weight_block_size")) {
@@ -137,13 +142,15 @@ QuantizationConfig read_fp8(const Reader& r) {
   } else if (block == nullptr) {
     config.weight_block_size.reset();
   } else {
-    if (!block->is_array() || block->size() != 2) r.fail("weight_block_size must be a tuple of two integers");
+    if (!block->is_array() || block->size() != 2)
+      r.fail("weight_block_size must be a tuple of two integers");
     for (const Json& d : *block) {
       if (!d.is_number_integer()) r.fail("weight_block_size must be a tuple of two integers");
     }
     const int64_t rows = (*block)[0].get<int64_t>();
     const int64_t cols = (*block)[1].get<int64_t>();
-    if (rows <= 0 || cols <= 0) r.fail("weight_block_size must be a tuple of two positive integers");
+    if (rows <= 0 || cols <= 0)
+      r.fail("weight_block_size must be a tuple of two positive integers");
     config.weight_block_size = std::array<int64_t, 2>{rows, cols};
   }
   const std::string scale_fmt = r.text("scale_fmt", "float");
@@ -158,12 +165,16 @@ QuantizationConfig read_fp8(const Reader& r) {
   if (expert_dtype == "fp4") {
     r.fail("expert_dtype 'fp4' (FP4-packed experts) is not planned here; planned: fp8 experts");
   }
-  config.modules_to_not_convert = r.names("modules_to_not_convert", "modules_to_not_convert must be a list of strings");
+  config.modules_to_not_convert =
+      r.names("modules_to_not_convert", "modules_to_not_convert must be a list of strings");
   if (!config.modules_to_not_convert) {
-    config.modules_to_not_convert = r.names("ignored_layers", "ignored_layers must be a list of strings");
+    config.modules_to_not_convert =
+        r.names("ignored_layers", "ignored_layers must be a list of strings");
   }
   if (r.get("modules_to_convert") != nullptr) {
-    r.fail("modules_to_convert (fp8 embeddings) is not planned here; planned: fp8 Linear layers and experts");
+    r.fail(
+        "modules_to_convert (fp8 embeddings) is not planned here; planned: fp8 Linear layers and "
+        "experts");
   }
   config.dequantize = r.flag("dequantize", false);
   return config;
@@ -186,7 +197,7 @@ std::optional<QuantizationConfig> read_quantization_config(const Json& quantizat
 }  // namespace model_detail
 
 void quantize_on_load(ModelDescription& model, const QuantizationConfig& from_args,
-                        std::vector<std::string>& warnings) {
+                      std::vector<std::string>& warnings) {
   if (!model.quantization) {
     model.quantization = from_args;
     return;

@@ -55,7 +55,8 @@ std::string last_parameter(const ModelDescription& model) {
 // get_output_embeddings(): the causal-LM head, under the names transformers' models give it.
 std::vector<std::string> output_embeddings(const ModelDescription& model) {
   for (const char* name : {"lm_head", "embed_out", "output"}) {
-    if (const Module* m = find_module(model.root, name); m != nullptr && m->class_name == "Linear") {
+    if (const Module* m = find_module(model.root, name);
+        m != nullptr && m->class_name == "Linear") {
       return {name};
     }
   }
@@ -78,7 +79,9 @@ TensorInfo tensor(std::string name, std::vector<int64_t> shape, DType dtype) {
   return t;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 const TensorInfo* find_tensor(const Module& module, const std::string& name) {
   for (const TensorInfo& t : module.tensors) {
@@ -132,8 +135,8 @@ bool swap_fp8_linear(Module& module, const QuantizationConfig& config) {
   const bool on_the_fly = !config.pre_quantized;
   std::vector<TensorInfo> tensors;
   add_fp8_tensor(tensors, tensor("weight", {rows, cols}, DType::kFloat8E4M3), on_the_fly);
-  add_fp8_tensor(tensors, tensor("weight_scale_inv", scale_shape(config, rows, cols),
-                                 scale_dtype(config)),
+  add_fp8_tensor(tensors,
+                 tensor("weight_scale_inv", scale_shape(config, rows, cols), scale_dtype(config)),
                  on_the_fly);
   if (config.static_activations) {
     add_fp8_tensor(tensors, tensor("activation_scale", {}, DType::kFloat32), on_the_fly);
@@ -165,17 +168,19 @@ bool swap_fp8_experts(Module& module, const QuantizationConfig& config, const Mo
   const bool gate = find_tensor(module, "gate_up_proj") != nullptr;
   const bool on_the_fly = !config.pre_quantized;
   auto scale = [&](int64_t out, int64_t in, int64_t min_out) -> std::vector<int64_t> {
-    const int64_t rows = config.weight_block_size ? ceil_div(out, (*config.weight_block_size)[0]) : 1;
-    const int64_t cols = config.weight_block_size ? ceil_div(in, (*config.weight_block_size)[1]) : 1;
+    const int64_t rows =
+        config.weight_block_size ? ceil_div(out, (*config.weight_block_size)[0]) : 1;
+    const int64_t cols =
+        config.weight_block_size ? ceil_div(in, (*config.weight_block_size)[1]) : 1;
     return {experts, std::max(rows, min_out), cols};
   };
   std::vector<TensorInfo> tensors;
   const std::string first = gate ? "gate_up_proj" : "up_proj";
   const int64_t first_out = gate ? 2 * i : i;
   add_fp8_tensor(tensors, tensor(first, {experts, first_out, h}, DType::kFloat8E4M3), on_the_fly);
-  add_fp8_tensor(tensors,
-                 tensor(first + "_scale_inv", scale(first_out, h, gate ? 2 : 1), scale_dtype(config)),
-                 on_the_fly);
+  add_fp8_tensor(
+      tensors, tensor(first + "_scale_inv", scale(first_out, h, gate ? 2 : 1), scale_dtype(config)),
+      on_the_fly);
   add_fp8_tensor(tensors, tensor("down_proj", {experts, h, i}, DType::kFloat8E4M3), on_the_fly);
   add_fp8_tensor(tensors, tensor("down_proj_scale_inv", scale(h, i, 1), scale_dtype(config)),
                  on_the_fly);
@@ -232,7 +237,8 @@ bool should_convert_module(const std::string& name, const std::vector<std::strin
     // Python's re.match(f"(?:{key})(?:(?<=\\.)|(?=\\.|$))"): some prefix the pattern matches whole
     // ends at the end of the name, before a dot, or with a dot.
     for (size_t end = 0; end <= name.size(); ++end) {
-      const bool boundary = end == name.size() || name[end] == '.' || (end > 0 && name[end - 1] == '.');
+      const bool boundary =
+          end == name.size() || name[end] == '.' || (end > 0 && name[end - 1] == '.');
       if (boundary && std::regex_match(name.begin(), name.begin() + static_cast<long>(end), re)) {
         return false;
       }
@@ -280,9 +286,15 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
   retype(out.model.root, dtype);
   out.not_converted = modules_to_not_convert(model, config, offloaded);
   switch (config.method) {
-    case QuantMethod::kBitsAndBytes4bit: out.replaced_with = "Linear4bit"; break;
-    case QuantMethod::kBitsAndBytes8bit: out.replaced_with = "Linear8bitLt"; break;
-    case QuantMethod::kFp8: out.replaced_with = "FP8Linear"; break;
+    case QuantMethod::kBitsAndBytes4bit:
+      out.replaced_with = "Linear4bit";
+      break;
+    case QuantMethod::kBitsAndBytes8bit:
+      out.replaced_with = "Linear8bitLt";
+      break;
+    case QuantMethod::kFp8:
+      out.replaced_with = "FP8Linear";
+      break;
   }
   if (config.method == QuantMethod::kFp8 && config.dequantize) return out;
   Swapper{model, config, out.not_converted, out}.visit(out.model.root, "");

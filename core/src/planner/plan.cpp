@@ -271,7 +271,6 @@ DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& st
   return plan_swapped(model, strategy, hardware, options, 1.0);
 }
 
-
 DevicePlan plan_device_map(const ModelDescription& model, const PlanStrategy& strategy,
                            const Runtime& runtime, const PlanOptions& options) {
   if (!strategy.is_strategy()) {

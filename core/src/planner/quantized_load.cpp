@@ -2,6 +2,7 @@
 // before (on the device_map as given) and after (on the inferred map), preprocess_model's module
 // swap, adjust_max_memory. Messages are transformers' own, verbatim.
 #include <backplane/error.hpp>
+#include <backplane/model/quantization_support.hpp>
 
 #include <algorithm>
 #include <set>
@@ -41,7 +42,9 @@ const char* const kFp8Offload =
     "This is not supported when the model is quantized on the fly. Please use a quantized "
     "checkpoint or remove the cpu/disk device from the device_map.";
 
-bool cuda_like(const std::string& type) { return type == "cuda" || type == "rocm"; }
+bool cuda_like(const std::string& type) {
+  return type == "cuda" || type == "rocm";
+}
 
 }  // namespace
 
@@ -68,7 +71,8 @@ void check_quantized_map(const QuantizationConfig& config,
 QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanStrategy& strategy,
                                      const PlanHardware& hardware, const PlanOptions& options) {
   if (options.rules != PlanRules::kFromPretrained) {
-    throw InvalidArgument(std::string("a quantized model (") + to_string(model.quantization->method) +
+    throw InvalidArgument(std::string("a quantized model (") +
+                          to_string(model.quantization->method) +
                           ") is planned as from_pretrained loads it; the accelerate rules "
                           "(load_checkpoint_and_dispatch) have no quantizer");
   }
@@ -90,10 +94,11 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
     } else if (cuda_like(hardware.accelerator_type) && !hardware.accelerators.empty()) {
       const std::optional<ComputeCapability>& cc = hardware.accelerators.front().compute_capability;
       if (!cc) {
-        load.notes.push_back(hardware.accelerator_type + ":0 does not say its compute capability: "
+        load.notes.push_back(hardware.accelerator_type +
+                             ":0 does not say its compute capability: "
                              "this plan assumes 8.9 or more, where transformers runs fp8 (under "
                              "8.9 it dequantizes the model instead)");
-      } else if (cc->major < 8 || (cc->major == 8 && cc->minor < 9)) {
+      } else if (!fp8_capable(*cc)) {
         load.warnings.push_back(
             "FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g "
             "4090/H100), actual = `" +
@@ -113,7 +118,8 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
     const bool bnb = config.method != QuantMethod::kFp8;
     if (bnb && config.fp32_cpu_offload && dict) {
       for (const auto& [name, target] : strategy.modules) {
-        const bool cpu = target.kind == DeviceMapTarget::Kind::kDevice && target.device.str() == "cpu";
+        const bool cpu =
+            target.kind == DeviceMapTarget::Kind::kDevice && target.device.str() == "cpu";
         if (cpu || target.kind == DeviceMapTarget::Kind::kDisk) offloaded.push_back(name);
       }
     }

@@ -167,11 +167,11 @@ struct DevicePlan {
   std::vector<std::string> warnings;
   // The quantizer's part, when the model has a quantization (quantization.hpp).
   struct Quantized {
-    std::string method;         // "bitsandbytes_4bit", "fp8"
+    std::string method;  // "bitsandbytes_4bit", "fp8"
     bool pre_quantized = false;
-    bool dequantized = false;   // fp8 where it cannot run: loaded in full precision
-    int64_t replaced = 0;       // modules swapped for the quantizer's
-    std::string replaced_with;  // "Linear4bit"
+    bool dequantized = false;                // fp8 where it cannot run: loaded in full precision
+    int64_t replaced = 0;                    // modules swapped for the quantizer's
+    std::string replaced_with;               // "Linear4bit"
     std::vector<std::string> not_converted;  // the quantizer's modules_to_not_convert
     double max_memory_factor = 1.0;          // adjust_max_memory, after balancing
     uint64_t unquantized_size = 0;           // model_size without the quantizer

@@ -1,0 +1,119 @@
+// hwprobe quant: which quantization methods transformers can use on each device of this (or a
+// simulated) machine, and why not (core/include/backplane/model/quantization_support.hpp).
+#include <backplane/model/device_map.hpp>
+#include <backplane/model/quantization_support.hpp>
+
+#include <algorithm>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+
+namespace po = boost::program_options;
+
+namespace hwprobe {
+
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+OrderedJson rows_json(const std::vector<backplane::QuantMethodSupport>& rows) {
+  OrderedJson out = OrderedJson::array();
+  for (const backplane::QuantMethodSupport& r : rows) {
+    out.push_back({{"method", r.method},
+                   {"on_load", backplane::to_string(r.on_load)},
+                   {"pre_quantized", backplane::to_string(r.pre_quantized)},
+                   {"planned", r.planned},
+                   {"why", r.why},
+                   {"needs", r.needs}});
+  }
+  return out;
+}
+
+std::string pad(const std::string& text, size_t width) {
+  return text + std::string(text.size() < width ? width - text.size() : 1, ' ');
+}
+
+void print_rows(const backplane::DeviceInfo& device, bool offload,
+                const std::vector<backplane::QuantMethodSupport>& rows) {
+  std::cout << device.device.str();
+  if (!device.name.empty()) std::cout << " (" << device.name;
+  if (device.compute_capability) {
+    std::cout << (device.name.empty() ? " (" : ", ") << "compute capability "
+              << device.compute_capability->str();
+  }
+  if (!device.name.empty() || device.compute_capability) std::cout << ")";
+  std::cout << (offload ? ": where a device_map offloads to" : "") << "\n";
+  std::cout << pad("METHOD", 20) << pad("ON LOAD", 13) << pad("PRE-QUANTIZED", 15)
+            << pad("PLANNED", 9) << "WHY\n";
+  for (const backplane::QuantMethodSupport& r : rows) {
+    std::cout << pad(r.method, 20) << pad(backplane::to_string(r.on_load), 13)
+              << pad(backplane::to_string(r.pre_quantized), 15) << pad(r.planned ? "yes" : "no", 9)
+              << r.why << " (needs " << r.needs << ")\n";
+  }
+}
+
+}  // namespace
+
+int run_quant(const std::vector<std::string>& args) {
+  CommonOptions common;
+  std::string device_text;
+  po::options_description description("Options");
+  description.add_options()("device", po::value(&device_text)->value_name("DEVICE"),
+                            "one device (\"cuda:1\", \"cpu\"); default: every device");
+  add_common_options(description, common);
+  po::variables_map vm;
+  if (!parse_command_or_help(args, description, "",
+                             "hwprobe quant [--device DEVICE] [--json] [--sim NAME|FILE]", vm)) {
+    return kExitOk;
+  }
+  const backplane::Runtime runtime = open_runtime(common);
+  std::vector<backplane::DeviceInfo> devices;
+  try {
+    if (vm.count("device")) {
+      devices.push_back(runtime.device(runtime.parse_device(device_text)));
+    } else {
+      devices = runtime.devices();
+    }
+  } catch (const backplane::Error& e) {
+    std::cerr << "hwprobe quant: " << e.what() << "\n";  // a device that is not here
+    return kExitUsage;
+  }
+  // torch's current accelerator: the first device of the type from_pretrained would plan on.
+  const backplane::PlanHardware hardware = backplane::plan_hardware(runtime);
+  std::optional<backplane::QuantDevice> accelerator;
+  if (!hardware.accelerator_type.empty()) {
+    accelerator = backplane::QuantDevice{hardware.accelerator_type,
+                                         hardware.accelerators.empty()
+                                             ? std::nullopt
+                                             : hardware.accelerators.front().compute_capability};
+  }
+  OrderedJson json_devices = OrderedJson::array();
+  for (const backplane::DeviceInfo& device : devices) {
+    const backplane::QuantDevice facts{device.device.type(), device.compute_capability};
+    const std::vector<backplane::QuantMethodSupport> rows =
+        backplane::quantization_support(facts, accelerator);
+    const bool offload = facts.type == "cpu" && accelerator.has_value();
+    if (common.json) {
+      json_devices.push_back(
+          {{"device", device.device.str()},
+           {"compute_capability", device.compute_capability
+                                      ? OrderedJson(device.compute_capability->str())
+                                      : OrderedJson(nullptr)},
+           {"offload", offload},
+           {"methods", rows_json(rows)}});
+    } else {
+      if (&device != &devices.front()) std::cout << "\n";
+      print_rows(device, offload, rows);
+    }
+  }
+  if (common.json) {
+    OrderedJson out = {{"accelerator", accelerator ? OrderedJson(accelerator->type) : nullptr},
+                       {"devices", json_devices}};
+    std::cout << out.dump(2) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace hwprobe
