@@ -60,64 +60,66 @@ TEST_P(QuantSupport, AsTransformersDecides) {
 
 using L = QuantLoad;
 
-INSTANTIATE_TEST_SUITE_P(
-    Devices, QuantSupport,
-    ::testing::Values(
-        Row{"bnb_cuda", kH100, kH100, "bitsandbytes_4bit", L::kLoads, L::kLoads, "cuda backend"},
-        Row{"bnb_cpu_only", kCpu, std::nullopt, "bitsandbytes_8bit", L::kLoads, L::kLoads,
-            "cpu backend"},
-        Row{"bnb_offload", kCpu, kH100, "bitsandbytes_4bit", L::kRefused, L::kRefused,
-            "llm_int8_enable_fp32_cpu_offload=True"},
-        Row{"bnb_neuron", kNeuron, kNeuron, "bitsandbytes_4bit", L::kUnsupported,
-            L::kUnsupported, "no neuron backend"},
-        Row{"fp8_h100", kH100, kH100, "fp8", L::kLoads, L::kLoads, "9.0 >= 8.9"},
-        Row{"fp8_a10g", kA10G, kA10G, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
-        Row{"fp8_rocm_unknown", kMi300, kMi300, "fp8", L::kUnknown, L::kUnknown,
-            "does not say its compute capability"},
-        Row{"fp8_xpu", kXpu, kXpu, "fp8", L::kLoads, L::kLoads, "XPU"},
-        Row{"fp8_cpu_only", kCpu, std::nullopt, "fp8", L::kRefused, L::kDequantized,
-            "No GPU or XPU found"},
-        Row{"fp8_mps", kMps, kMps, "fp8", L::kRefused, L::kDequantized, "no GPU or XPU"},
-        Row{"fp8_offload_h100", kCpu, kH100, "fp8", L::kRefused, L::kLoads,
-            "offloaded modules run on cuda"},
-        Row{"fp8_offload_a10g", kCpu, kA10G, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
-        Row{"gptq_cuda", kH100, kH100, "gptq", L::kLoads, L::kLoads, "gptqmodel has cuda kernels"},
-        Row{"gptq_mps", kMps, kMps, "gptq", L::kUnknown, L::kUnknown, "not known here"},
-        Row{"awq_cuda", kH100, kH100, "awq", L::kRefused, L::kLoads,
-            "does require the model to be pre-quantized"},
-        Row{"awq_float16", kH100, kH100, "awq", L::kRefused, L::kLoads, "bfloat16 becomes float16"},
-        Row{"compressed_tensors_cpu", kCpu, std::nullopt, "compressed-tensors", L::kRefused,
-            L::kLoads, "no device check"},
-        Row{"mxfp4_h100", kH100, kH100, "mxfp4", L::kLoads, L::kLoads, ">= 7.5"},
-        Row{"mxfp4_t4", kT4, kT4, "mxfp4", L::kLoads, L::kLoads, "7.5 >= 7.5"},
-        Row{"mxfp4_v100", kV100, kV100, "mxfp4", L::kRefused, L::kDequantized, "7.0 < 7.5"},
-        Row{"mxfp4_cpu_only", kCpu, std::nullopt, "mxfp4", L::kDequantized, L::kDequantized,
-            "unless use_kernels=True"},
-        Row{"mxfp4_mps", kMps, kMps, "mxfp4", L::kRefused, L::kDequantized, "not mps"},
-        Row{"mxfp4_offload", kCpu, kV100, "mxfp4", L::kRefused, L::kDequantized,
-            "offloaded modules run on cuda")),
-    [](const ::testing::TestParamInfo<Row>& param) {
-    return std::string(param.param.label); });
+const Row kRows[] = {
+    Row{"bnb_cuda", kH100, kH100, "bitsandbytes_4bit", L::kLoads, L::kLoads, "cuda backend"},
+    Row{"bnb_cpu_only", kCpu, std::nullopt, "bitsandbytes_8bit", L::kLoads, L::kLoads,
+        "cpu backend"},
+    Row{"bnb_offload", kCpu, kH100, "bitsandbytes_4bit", L::kRefused, L::kRefused,
+        "llm_int8_enable_fp32_cpu_offload=True"},
+    Row{"bnb_neuron", kNeuron, kNeuron, "bitsandbytes_4bit", L::kUnsupported, L::kUnsupported,
+        "no neuron backend"},
+    Row{"fp8_h100", kH100, kH100, "fp8", L::kLoads, L::kLoads, "9.0 >= 8.9"},
+    Row{"fp8_a10g", kA10G, kA10G, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
+    Row{"fp8_rocm_unknown", kMi300, kMi300, "fp8", L::kUnknown, L::kUnknown,
+        "does not say its compute capability"},
+    Row{"fp8_xpu", kXpu, kXpu, "fp8", L::kLoads, L::kLoads, "XPU"},
+    Row{"fp8_cpu_only", kCpu, std::nullopt, "fp8", L::kRefused, L::kDequantized,
+        "No GPU or XPU found"},
+    Row{"fp8_mps", kMps, kMps, "fp8", L::kRefused, L::kDequantized, "no GPU or XPU"},
+    Row{"fp8_offload_h100", kCpu, kH100, "fp8", L::kRefused, L::kLoads,
+        "offloaded modules run on cuda"},
+    Row{"fp8_offload_a10g", kCpu, kA10G, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
+    Row{"gptq_cuda", kH100, kH100, "gptq", L::kLoads, L::kLoads, "gptqmodel has cuda kernels"},
+    Row{"gptq_mps", kMps, kMps, "gptq", L::kUnknown, L::kUnknown, "not known here"},
+    Row{"awq_cuda", kH100, kH100, "awq", L::kRefused, L::kLoads,
+        "does require the model to be pre-quantized"},
+    Row{"awq_float16", kH100, kH100, "awq", L::kRefused, L::kLoads, "bfloat16 becomes float16"},
+    Row{"compressed_tensors_cpu", kCpu, std::nullopt, "compressed-tensors", L::kRefused, L::kLoads,
+        "no device check"},
+    Row{"mxfp4_h100", kH100, kH100, "mxfp4", L::kLoads, L::kLoads, ">= 7.5"},
+    Row{"mxfp4_t4", kT4, kT4, "mxfp4", L::kLoads, L::kLoads, "7.5 >= 7.5"},
+    Row{"mxfp4_v100", kV100, kV100, "mxfp4", L::kRefused, L::kDequantized, "7.0 < 7.5"},
+    Row{"mxfp4_cpu_only", kCpu, std::nullopt, "mxfp4", L::kDequantized, L::kDequantized,
+        "unless use_kernels=True"},
+    Row{"mxfp4_mps", kMps, kMps, "mxfp4", L::kRefused, L::kDequantized, "not mps"},
+    Row{"mxfp4_offload", kCpu, kV100, "mxfp4", L::kRefused, L::kDequantized,
+        "offloaded modules run on cuda"},
+};
 
-  TEST(QuantSupport, EveryMethodOnceAndOnlyThePlannedOnesPlanned) {
-    const auto rows = backplane::quantization_support(kH100, kH100);
-    std::vector<std::string> methods;
-    for (const auto& r : rows) {
-      methods.push_back(r.method);
-      EXPECT_EQ(r.planned, r.method == "bitsandbytes_4bit" || r.method == "bitsandbytes_8bit" ||
-                               r.method == "fp8")
-          << r.method;
-    }
-    EXPECT_EQ(methods, (std::vector<std::string>{"bitsandbytes_4bit", "bitsandbytes_8bit", "fp8",
-                                                 "gptq", "awq", "compressed-tensors", "mxfp4"}));
-  }
+INSTANTIATE_TEST_SUITE_P(Devices, QuantSupport, ::testing::ValuesIn(kRows),
+                         [](const ::testing::TestParamInfo<Row>& param) {
+                           return std::string(param.param.label);
+                         });
 
-  TEST(QuantSupport, Fp8NeedsComputeCapability89) {
-    EXPECT_TRUE(backplane::fp8_capable({8, 9}));
-    EXPECT_TRUE(backplane::fp8_capable({9, 0}));
-    EXPECT_TRUE(backplane::fp8_capable({12, 0}));
-    EXPECT_FALSE(backplane::fp8_capable({8, 6}));
-    EXPECT_FALSE(backplane::fp8_capable({7, 5}));
+TEST(QuantSupport, EveryMethodOnceAndOnlyThePlannedOnesPlanned) {
+  const auto rows = backplane::quantization_support(kH100, kH100);
+  std::vector<std::string> methods;
+  for (const auto& r : rows) {
+    methods.push_back(r.method);
+    EXPECT_EQ(r.planned, r.method == "bitsandbytes_4bit" || r.method == "bitsandbytes_8bit" ||
+                             r.method == "fp8")
+        << r.method;
   }
+  EXPECT_EQ(methods, (std::vector<std::string>{"bitsandbytes_4bit", "bitsandbytes_8bit", "fp8",
+                                               "gptq", "awq", "compressed-tensors", "mxfp4"}));
+}
+
+TEST(QuantSupport, Fp8NeedsComputeCapability89) {
+  EXPECT_TRUE(backplane::fp8_capable({8, 9}));
+  EXPECT_TRUE(backplane::fp8_capable({9, 0}));
+  EXPECT_TRUE(backplane::fp8_capable({12, 0}));
+  EXPECT_FALSE(backplane::fp8_capable({8, 6}));
+  EXPECT_FALSE(backplane::fp8_capable({7, 5}));
+}
 
 }  // namespace

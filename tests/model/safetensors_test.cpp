@@ -487,9 +487,18 @@ TEST(Safetensors, WeightsThatDoNotFitTheConfigAreRefused) {
   // One no descriptor has is set aside: the tree comes from the weights.
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "an_architecture_to_come"})";
   EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
-  // So is a quantized one: its weights say more than the config's modules.
+  // A quantized one of a method the planner sizes is described from its config, with its
+  // quantizer, as from_pretrained builds it (its files hold packed tensors, not checked); one of
+  // another method is set aside too: its weights say more than the config's modules.
   std::ofstream(folder.path() / "config.json")
       << std::string(kConfig) + R"(, "quantization_config": {"quant_method": "fp8"}})";
+  const backplane::ModelDescription fp8 = backplane::model_from_safetensors(folder.path());
+  EXPECT_TRUE(fp8.from_config);
+  ASSERT_TRUE(fp8.quantization.has_value());
+  EXPECT_EQ(fp8.quantization->method, backplane::QuantMethod::kFp8);
+  EXPECT_TRUE(fp8.quantization->pre_quantized);
+  std::ofstream(folder.path() / "config.json")
+      << std::string(kConfig) + R"(, "quantization_config": {"quant_method": "gptq", "bits": 4}})";
   EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
   // A broken config of a supported one is not.
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "llama", "hidden_size": -1})";

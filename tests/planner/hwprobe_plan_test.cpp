@@ -389,9 +389,9 @@ TEST(HwprobeQuant, EachDeviceSaysWhichMethodsLoadAndWhy) {
   std::map<std::string, json> by_device;
   for (const json& d : out.at("devices")) by_device[d.at("device")] = d;
   ASSERT_EQ(by_device.count("cuda:7"), 1u);
-  ASSERT_EQ(by_device.count("cpu"), 1u);
+  ASSERT_EQ(by_device.count("cpu:0"), 1u);
   EXPECT_EQ(by_device["cuda:7"].at("compute_capability"), "9.0");
-  EXPECT_TRUE(by_device["cpu"].at("offload").get<bool>());
+  EXPECT_TRUE(by_device["cpu:0"].at("offload").get<bool>());
   std::map<std::string, json> gpu;
   for (const json& m : by_device["cuda:7"].at("methods")) gpu[m.at("method")] = m;
   EXPECT_EQ(gpu["fp8"].at("on_load"), "loads");
@@ -400,9 +400,17 @@ TEST(HwprobeQuant, EachDeviceSaysWhichMethodsLoadAndWhy) {
   EXPECT_TRUE(gpu["bitsandbytes_4bit"].at("planned").get<bool>());
   EXPECT_FALSE(gpu["gptq"].at("planned").get<bool>());
   std::map<std::string, json> cpu;
-  for (const json& m : by_device["cpu"].at("methods")) cpu[m.at("method")] = m;
+  for (const json& m : by_device["cpu:0"].at("methods")) cpu[m.at("method")] = m;
   EXPECT_EQ(cpu["bitsandbytes_8bit"].at("on_load"), "refused");
   EXPECT_EQ(cpu["fp8"].at("pre_quantized"), "loads");
+
+  const ProcessResult all = run_process({HWPROBE_PATH, "quant", "--sim", "h100x8"},
+                                        {{"BACKPLANE_PLUGIN_PATH", ""}, {"BACKPLANE_PLUGINS", ""}});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  // The eight alike GPUs share one table.
+  EXPECT_NE(all.out.find("cuda:0-7 (NVIDIA H100 80GB HBM3, compute capability 9.0)"),
+            std::string::npos)
+      << all.out;
 
   const ProcessResult one = run_process(
       {HWPROBE_PATH, "quant", "--sim", kPlannerData + "/cpu-only-topology.json", "--device", "cpu"},

@@ -35,9 +35,10 @@ std::string pad(const std::string& text, size_t width) {
   return text + std::string(text.size() < width ? width - text.size() : 1, ' ');
 }
 
-void print_rows(const backplane::DeviceInfo& device, bool offload,
+// `label`: the device, or a run of alike devices ("cuda:0-7").
+void print_rows(const std::string& label, const backplane::DeviceInfo& device, bool offload,
                 const std::vector<backplane::QuantMethodSupport>& rows) {
-  std::cout << device.device.str();
+  std::cout << label;
   if (!device.name.empty()) std::cout << " (" << device.name;
   if (device.compute_capability) {
     std::cout << (device.name.empty() ? " (" : ", ") << "compute capability "
@@ -52,6 +53,14 @@ void print_rows(const backplane::DeviceInfo& device, bool offload,
               << pad(backplane::to_string(r.pre_quantized), 15) << pad(r.planned ? "yes" : "no", 9)
               << r.why << " (needs " << r.needs << ")\n";
   }
+}
+
+// `b` follows `a`: the next index of the same type, name and compute capability.
+bool alike(const backplane::DeviceInfo& a, const backplane::DeviceInfo& b) {
+  const bool same_cc = a.compute_capability.has_value() == b.compute_capability.has_value() &&
+                       (!a.compute_capability || *a.compute_capability == *b.compute_capability);
+  return a.device.type() == b.device.type() && a.name == b.name && same_cc &&
+         b.device.index().value_or(0) == a.device.index().value_or(0) + 1;
 }
 
 }  // namespace
@@ -90,7 +99,8 @@ int run_quant(const std::vector<std::string>& args) {
                                              : hardware.accelerators.front().compute_capability};
   }
   OrderedJson json_devices = OrderedJson::array();
-  for (const backplane::DeviceInfo& device : devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const backplane::DeviceInfo& device = devices[i];
     const backplane::QuantDevice facts{device.device.type(), device.compute_capability};
     const std::vector<backplane::QuantMethodSupport> rows =
         backplane::quantization_support(facts, accelerator);
@@ -104,8 +114,14 @@ int run_quant(const std::vector<std::string>& args) {
            {"offload", offload},
            {"methods", rows_json(rows)}});
     } else {
-      if (&device != &devices.front()) std::cout << "\n";
-      print_rows(device, offload, rows);
+      // Consecutive devices of one type, name and compute capability share a table.
+      size_t last = i;
+      while (last + 1 < devices.size() && alike(devices[last], devices[last + 1])) ++last;
+      std::string label = device.device.str();
+      if (last > i) label += "-" + std::to_string(devices[last].device.index().value_or(0));
+      if (i > 0) std::cout << "\n";
+      print_rows(label, device, offload, rows);
+      i = last;
     }
   }
   if (common.json) {

@@ -52,6 +52,16 @@ std::optional<std::string> first_architecture(const Config& config) {
   return (*list)[0].get<std::string>();
 }
 
+// Python's truth value of a config field, as the config classes test their flags.
+bool truthy(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return false;
+  if (it->is_boolean()) return it->get<bool>();
+  if (it->is_number()) return it->get<double>() != 0;
+  if (it->is_string()) return !it->get<std::string>().empty();
+  return !it->empty();
+}
+
 // A quantized checkpoint's modules are not the ones above: transformers swaps its Linear
 // layers for the quantizer's classes, with their own parameters (scales, packed weights).
 bool quantized(const Json& config) {
@@ -128,8 +138,23 @@ std::optional<DType> read_dtype(const Config& config) {
 
 }  // namespace
 
+namespace {
+
+// A quantization_config of a method the planner sizes (bitsandbytes, fp8): the model is described
+// from its config, with the quantizer, as from_pretrained builds it.
+bool planned_quantization(const Json& quantization) {
+  if (!quantization.is_object()) return false;
+  if (truthy(quantization, "load_in_4bit") || truthy(quantization, "load_in_8bit")) return true;
+  const auto method = quantization.find("quant_method");
+  return method != quantization.end() && method->is_string() &&
+         (*method == "bitsandbytes" || *method == "fp8");
+}
+
+}  // namespace
+
 bool names_supported_architecture(const Json& config) {
-  if (!config.is_object() || quantized(config)) return false;
+  if (!config.is_object()) return false;
+  if (quantized(config) && !planned_quantization(config["quantization_config"])) return false;
   const auto model_type = config.find("model_type");
   if (model_type != config.end() && model_type->is_string()) {
     return descriptor_for_model_type(model_type->get<std::string>()) != nullptr;
@@ -161,15 +186,6 @@ std::string python_list(const std::vector<std::string>& names) {
   std::string out = "[";
   for (const std::string& n : names) out += (out.size() > 1 ? ", '" : "'") + n + "'";
   return out + "]";
-}
-
-bool truthy(const Json& object, const char* key) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return false;
-  if (it->is_boolean()) return it->get<bool>();
-  if (it->is_number()) return it->get<double>() != 0;
-  if (it->is_string()) return !it->get<std::string>().empty();
-  return !it->empty();
 }
 
 // What get_hf_quantizer makes of config.json's quantization_config: the method transformers

@@ -172,6 +172,7 @@ Verdict mxfp4(const QuantDevice& device, const std::optional<QuantDevice>& accel
   } else {
     v.on_load = QuantLoad::kRefused;
     v.pre_quantized = QuantLoad::kDequantized;
+    v.needs = "triton, kernels>=0.18.2,<0.19";
     v.why = "MXFP4 needs cuda, xpu or cpu as torch's accelerator, not " + where.type +
             ": quantizing refuses, a checkpoint loads dequantized (bf16)";
   }
