@@ -17,21 +17,36 @@ namespace {
 using backplane::ComputeCapability;
 using backplane::QuantDevice;
 using backplane::QuantLoad;
+using backplane::QuantMachine;
 
-const QuantDevice kH100{"cuda", ComputeCapability{9, 0}};
-const QuantDevice kA10G{"cuda", ComputeCapability{8, 6}};
-const QuantDevice kT4{"cuda", ComputeCapability{7, 5}};
-const QuantDevice kV100{"cuda", ComputeCapability{7, 0}};
-const QuantDevice kMi300{"rocm", std::nullopt};
-const QuantDevice kXpu{"xpu", std::nullopt};
-const QuantDevice kMps{"mps", std::nullopt};
-const QuantDevice kNeuron{"neuron", std::nullopt};
-const QuantDevice kCpu{"cpu", std::nullopt};
+const QuantDevice kH100{"cuda", ComputeCapability{9, 0}, "cuda:0"};
+const QuantDevice kA10G{"cuda", ComputeCapability{8, 6}, "cuda:0"};
+const QuantDevice kT4{"cuda", ComputeCapability{7, 5}, "cuda:0"};
+const QuantDevice kV100{"cuda", ComputeCapability{7, 0}, "cuda:0"};
+const QuantDevice kMi300{"rocm", std::nullopt, "rocm:0"};
+const QuantDevice kXpu{"xpu", std::nullopt, "xpu:0"};
+const QuantDevice kMps{"mps", std::nullopt, "mps:0"};
+const QuantDevice kNeuron{"neuron", std::nullopt, "neuron:0"};
+const QuantDevice kCpu{"cpu", std::nullopt, "cpu:0"};
+
+const QuantDevice kHpu{"hpu", std::nullopt, "hpu:0"};
+const QuantMachine kMixed{kHpu, kA10G, false};
+
+// Machines by their first accelerator: torch.cuda is there for cuda and rocm, torch.xpu for xpu.
+QuantMachine on(const std::optional<QuantDevice>& accelerator) {
+  QuantMachine m;
+  m.accelerator = accelerator;
+  if (accelerator && (accelerator->type == "cuda" || accelerator->type == "rocm")) {
+    m.cuda = accelerator;
+  }
+  m.xpu = accelerator && accelerator->type == "xpu";
+  return m;
+}
 
 struct Row {
   const char* label;
   QuantDevice device;
-  std::optional<QuantDevice> accelerator;
+  QuantMachine machine;
   const char* method;
   QuantLoad on_load;
   QuantLoad pre_quantized;
@@ -46,7 +61,7 @@ class QuantSupport : public ::testing::TestWithParam<Row> {};
 
 TEST_P(QuantSupport, AsTransformersDecides) {
   const Row& r = GetParam();
-  const auto rows = backplane::quantization_support(r.device, r.accelerator);
+  const auto rows = backplane::quantization_support(r.device, r.machine);
   const auto it =
       std::find_if(rows.begin(), rows.end(),
                    [&](const backplane::QuantMethodSupport& s) { return s.method == r.method; });
@@ -61,39 +76,46 @@ TEST_P(QuantSupport, AsTransformersDecides) {
 using L = QuantLoad;
 
 const Row kRows[] = {
-    Row{"bnb_cuda", kH100, kH100, "bitsandbytes_4bit", L::kLoads, L::kLoads, "cuda backend"},
-    Row{"bnb_cpu_only", kCpu, std::nullopt, "bitsandbytes_8bit", L::kLoads, L::kLoads,
+    Row{"bnb_cuda", kH100, on(kH100), "bitsandbytes_4bit", L::kLoads, L::kLoads, "cuda backend"},
+    Row{"bnb_cpu_only", kCpu, on(std::nullopt), "bitsandbytes_8bit", L::kLoads, L::kLoads,
         "cpu backend"},
-    Row{"bnb_offload", kCpu, kH100, "bitsandbytes_4bit", L::kRefused, L::kRefused,
+    Row{"bnb_offload", kCpu, on(kH100), "bitsandbytes_4bit", L::kRefused, L::kRefused,
         "llm_int8_enable_fp32_cpu_offload=True"},
-    Row{"bnb_neuron", kNeuron, kNeuron, "bitsandbytes_4bit", L::kUnsupported, L::kUnsupported,
+    Row{"bnb_neuron", kNeuron, on(kNeuron), "bitsandbytes_4bit", L::kUnsupported, L::kUnsupported,
         "no neuron backend"},
-    Row{"fp8_h100", kH100, kH100, "fp8", L::kLoads, L::kLoads, "9.0 >= 8.9"},
-    Row{"fp8_a10g", kA10G, kA10G, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
-    Row{"fp8_rocm_unknown", kMi300, kMi300, "fp8", L::kUnknown, L::kUnknown,
+    Row{"fp8_h100", kH100, on(kH100), "fp8", L::kLoads, L::kLoads, "9.0 >= 8.9"},
+    Row{"fp8_a10g", kA10G, on(kA10G), "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
+    Row{"fp8_rocm_unknown", kMi300, on(kMi300), "fp8", L::kUnknown, L::kUnknown,
         "does not say its compute capability"},
-    Row{"fp8_xpu", kXpu, kXpu, "fp8", L::kLoads, L::kLoads, "XPU"},
-    Row{"fp8_cpu_only", kCpu, std::nullopt, "fp8", L::kRefused, L::kDequantized,
+    Row{"fp8_xpu", kXpu, on(kXpu), "fp8", L::kLoads, L::kLoads, "XPU"},
+    Row{"fp8_cpu_only", kCpu, on(std::nullopt), "fp8", L::kRefused, L::kDequantized,
         "No GPU or XPU found"},
-    Row{"fp8_mps", kMps, kMps, "fp8", L::kRefused, L::kDequantized, "no GPU or XPU"},
-    Row{"fp8_offload_h100", kCpu, kH100, "fp8", L::kRefused, L::kLoads,
+    Row{"fp8_mps", kMps, on(kMps), "fp8", L::kRefused, L::kDequantized, "no GPU or XPU"},
+    Row{"fp8_offload_h100", kCpu, on(kH100), "fp8", L::kRefused, L::kLoads,
         "offloaded modules run on cuda"},
-    Row{"fp8_offload_a10g", kCpu, kA10G, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
-    Row{"gptq_cuda", kH100, kH100, "gptq", L::kLoads, L::kLoads, "gptqmodel has cuda kernels"},
-    Row{"gptq_mps", kMps, kMps, "gptq", L::kUnknown, L::kUnknown, "not known here"},
-    Row{"awq_cuda", kH100, kH100, "awq", L::kRefused, L::kLoads,
+    Row{"fp8_offload_a10g", kCpu, on(kA10G), "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
+    Row{"gptq_cuda", kH100, on(kH100), "gptq", L::kLoads, L::kLoads, "gptqmodel has cuda kernels"},
+    Row{"gptq_mps", kMps, on(kMps), "gptq", L::kUnknown, L::kUnknown, "not known here"},
+    Row{"awq_cuda", kH100, on(kH100), "awq", L::kRefused, L::kLoads,
         "does require the model to be pre-quantized"},
-    Row{"awq_float16", kH100, kH100, "awq", L::kRefused, L::kLoads, "bfloat16 becomes float16"},
-    Row{"compressed_tensors_cpu", kCpu, std::nullopt, "compressed-tensors", L::kRefused, L::kLoads,
-        "no device check"},
-    Row{"mxfp4_h100", kH100, kH100, "mxfp4", L::kLoads, L::kLoads, ">= 7.5"},
-    Row{"mxfp4_t4", kT4, kT4, "mxfp4", L::kLoads, L::kLoads, "7.5 >= 7.5"},
-    Row{"mxfp4_v100", kV100, kV100, "mxfp4", L::kRefused, L::kDequantized, "7.0 < 7.5"},
-    Row{"mxfp4_cpu_only", kCpu, std::nullopt, "mxfp4", L::kDequantized, L::kDequantized,
+    Row{"awq_float16", kH100, on(kH100), "awq", L::kRefused, L::kLoads,
+        "bfloat16 becomes float16 on this machine"},
+    Row{"compressed_tensors_cpu", kCpu, on(std::nullopt), "compressed-tensors", L::kRefused,
+        L::kLoads, "no device check"},
+    Row{"mxfp4_h100", kH100, on(kH100), "mxfp4", L::kLoads, L::kLoads, ">= 7.5"},
+    Row{"mxfp4_t4", kT4, on(kT4), "mxfp4", L::kLoads, L::kLoads, "7.5 >= 7.5"},
+    Row{"mxfp4_v100", kV100, on(kV100), "mxfp4", L::kRefused, L::kDequantized, "7.0 < 7.5"},
+    Row{"mxfp4_cpu_only", kCpu, on(std::nullopt), "mxfp4", L::kDequantized, L::kDequantized,
         "unless use_kernels=True"},
-    Row{"mxfp4_mps", kMps, kMps, "mxfp4", L::kRefused, L::kDequantized, "not mps"},
-    Row{"mxfp4_offload", kCpu, kV100, "mxfp4", L::kRefused, L::kDequantized,
+    Row{"mxfp4_mps", kMps, on(kMps), "mxfp4", L::kRefused, L::kDequantized, "not mps"},
+    Row{"mxfp4_offload", kCpu, on(kV100), "mxfp4", L::kRefused, L::kDequantized,
         "offloaded modules run on cuda"},
+    // A machine whose planning accelerator is an HPU but which has CUDA too: fp8 asks torch.cuda,
+    // MXFP4 refuses the HPU as torch's accelerator.
+    Row{"fp8_mixed", kHpu, kMixed, "fp8", L::kDequantized, L::kDequantized, "8.6 < 8.9"},
+    Row{"fp8_hpu_next_to_h100", kHpu, QuantMachine{kHpu, kH100, false}, "fp8", L::kRefused,
+        L::kUnsupported, "not hpu"},
+    Row{"mxfp4_mixed", kA10G, kMixed, "mxfp4", L::kRefused, L::kDequantized, "not hpu"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Devices, QuantSupport, ::testing::ValuesIn(kRows),
@@ -102,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, QuantSupport, ::testing::ValuesIn(kRows),
                          });
 
 TEST(QuantSupport, EveryMethodOnceAndOnlyThePlannedOnesPlanned) {
-  const auto rows = backplane::quantization_support(kH100, kH100);
+  const auto rows = backplane::quantization_support(kH100, on(kH100));
   std::vector<std::string> methods;
   for (const auto& r : rows) {
     methods.push_back(r.method);

@@ -89,22 +89,17 @@ int run_quant(const std::vector<std::string>& args) {
     std::cerr << "hwprobe quant: " << e.what() << "\n";  // a device that is not here
     return kExitUsage;
   }
-  // torch's current accelerator: the first device of the type from_pretrained would plan on.
-  const backplane::PlanHardware hardware = backplane::plan_hardware(runtime);
-  std::optional<backplane::QuantDevice> accelerator;
-  if (!hardware.accelerator_type.empty()) {
-    accelerator = backplane::QuantDevice{hardware.accelerator_type,
-                                         hardware.accelerators.empty()
-                                             ? std::nullopt
-                                             : hardware.accelerators.front().compute_capability};
-  }
+  // torch's view of the machine: the planning accelerator, torch.cuda, torch.xpu.
+  const backplane::QuantMachine machine = backplane::quant_machine(
+      runtime.devices(), backplane::plan_hardware(runtime).accelerator_type);
   OrderedJson json_devices = OrderedJson::array();
   for (size_t i = 0; i < devices.size(); ++i) {
     const backplane::DeviceInfo& device = devices[i];
-    const backplane::QuantDevice facts{device.device.type(), device.compute_capability};
+    const backplane::QuantDevice facts{device.device.type(), device.compute_capability,
+                                       device.device.str()};
     const std::vector<backplane::QuantMethodSupport> rows =
-        backplane::quantization_support(facts, accelerator);
-    const bool offload = facts.type == "cpu" && accelerator.has_value();
+        backplane::quantization_support(facts, machine);
+    const bool offload = facts.type == "cpu" && machine.accelerator.has_value();
     if (common.json) {
       json_devices.push_back(
           {{"device", device.device.str()},
@@ -125,8 +120,9 @@ int run_quant(const std::vector<std::string>& args) {
     }
   }
   if (common.json) {
-    OrderedJson out = {{"accelerator", accelerator ? OrderedJson(accelerator->type) : nullptr},
-                       {"devices", json_devices}};
+    OrderedJson out = {
+        {"accelerator", machine.accelerator ? OrderedJson(machine.accelerator->type) : nullptr},
+        {"devices", json_devices}};
     std::cout << out.dump(2) << "\n";
   }
   return kExitOk;

@@ -46,6 +46,65 @@ bool cuda_like(const std::string& type) {
   return type == "cuda" || type == "rocm";
 }
 
+// The machine as the planner sees it, for the quantizers' rules (quantization_support.hpp).
+QuantMachine machine_of(const PlanHardware& hardware) {
+  QuantMachine machine;
+  if (hardware.accelerator_type.empty()) return machine;
+  QuantDevice first{hardware.accelerator_type, std::nullopt, hardware.accelerator_type + ":0"};
+  if (!hardware.accelerators.empty()) {
+    first.compute_capability = hardware.accelerators.front().compute_capability;
+    first.name =
+        hardware.accelerator_type + ":" + std::to_string(hardware.accelerators.front().index);
+  }
+  machine.accelerator = first;
+  if (cuda_like(first.type)) machine.cuda = first;
+  machine.xpu = first.type == "xpu";
+  return machine;
+}
+
+// FineGrainedFP8HfQuantizer.validate_environment, by the verdict hwprobe quant shows: loads,
+// dequantizes (with transformers' warning) or refuses.
+void check_fp8_environment(const PlanHardware& hardware, QuantizedLoad& load) {
+  QuantizationConfig& config = load.config;
+  const QuantMachine machine = machine_of(hardware);
+  const QuantDevice where = machine.accelerator.value_or(QuantDevice{"cpu", std::nullopt, "cpu"});
+  QuantLoad verdict = QuantLoad::kLoads;
+  for (const QuantMethodSupport& s : quantization_support(where, machine)) {
+    if (s.method == "fp8") verdict = config.pre_quantized ? s.pre_quantized : s.on_load;
+  }
+  const bool gpu = machine.cuda.has_value() || machine.xpu;
+  switch (verdict) {
+    case QuantLoad::kLoads:
+      return;
+    case QuantLoad::kRefused:
+      throw InvalidArgument(
+          "quantization_config: No GPU or XPU found. A GPU or XPU is needed for FP8 "
+          "quantization.");
+    case QuantLoad::kDequantized:
+      if (!gpu) {
+        load.warnings.push_back(
+            "Using FP8 quantized models requires a GPU or XPU, we will default to dequantizing "
+            "the model to bf16 since no GPU or XPU is available");
+      } else {
+        load.warnings.push_back(
+            "FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g "
+            "4090/H100), actual = `" +
+            machine.cuda->compute_capability->str() +
+            "`. We will default to dequantizing the model to bf16. Feel free to use a different "
+            "quantization method like bitsandbytes or torchao");
+      }
+      config.dequantize = true;
+      return;
+    case QuantLoad::kUnknown:
+    case QuantLoad::kUnsupported:
+      load.notes.push_back(where.name +
+                           " does not say its compute capability: this plan assumes 8.9 or more, "
+                           "where transformers runs fp8 (under 8.9 it dequantizes the model "
+                           "instead)");
+      return;
+  }
+}
+
 }  // namespace
 
 void check_quantized_map(const QuantizationConfig& config,
@@ -80,34 +139,7 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
   load.config = *model.quantization;
   QuantizationConfig& config = load.config;
   if (config.method == QuantMethod::kFp8 && !config.dequantize) {
-    const bool gpu = cuda_like(hardware.accelerator_type) || hardware.accelerator_type == "xpu";
-    if (!gpu) {
-      if (!config.pre_quantized) {
-        throw InvalidArgument(
-            "quantization_config: No GPU or XPU found. A GPU or XPU is needed for FP8 "
-            "quantization.");
-      }
-      load.warnings.push_back(
-          "Using FP8 quantized models requires a GPU or XPU, we will default to dequantizing the "
-          "model to bf16 since no GPU or XPU is available");
-      config.dequantize = true;
-    } else if (cuda_like(hardware.accelerator_type) && !hardware.accelerators.empty()) {
-      const std::optional<ComputeCapability>& cc = hardware.accelerators.front().compute_capability;
-      if (!cc) {
-        load.notes.push_back(hardware.accelerator_type +
-                             ":0 does not say its compute capability: "
-                             "this plan assumes 8.9 or more, where transformers runs fp8 (under "
-                             "8.9 it dequantizes the model instead)");
-      } else if (!fp8_capable(*cc)) {
-        load.warnings.push_back(
-            "FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g "
-            "4090/H100), actual = `" +
-            cc->str() +
-            "`. We will default to dequantizing the model to bf16. Feel free to use a different "
-            "quantization method like bitsandbytes or torchao");
-        config.dequantize = true;
-      }
-    }
+    check_fp8_environment(hardware, load);
   }
   // The first validate_environment sees the map as given: a dict is checked now, a strategy
   // after planning.

@@ -26,6 +26,7 @@ BACKPLANE_API const char* to_string(QuantLoad load);  // "loads", "dequantized",
 struct QuantDevice {
   std::string type;  // "cuda", "rocm", "xpu", "mps", "cpu", "neuron", ...
   std::optional<ComputeCapability> compute_capability;
+  std::string name;  // "cuda:0", for the reasons given; empty: the type
 };
 
 struct QuantMethodSupport {
@@ -37,12 +38,25 @@ struct QuantMethodSupport {
   bool planned = false;  // plan_device_map sizes and places it (bitsandbytes, fp8)
 };
 
+// What the quantizers ask torch about the machine.
+struct QuantMachine {
+  // The first device of the type from_pretrained plans on (accelerate's order: xpu and hpu before
+  // cuda); nullopt on a machine with none. A device_map's cpu is offload next to it.
+  std::optional<QuantDevice> accelerator;
+  // cuda:0 when torch.cuda.is_available() (CUDA or ROCm): fp8 and mxfp4 read its capability.
+  std::optional<QuantDevice> cuda;
+  bool xpu = false;  // torch.xpu.is_available()
+};
+
 // Every method transformers' AUTO_QUANTIZER_MAPPING has that the planner knows the rules of, for
-// `device` on a machine whose first accelerator (torch's current device) is `accelerator`
-// (nullopt: none). The cpu of a machine with an accelerator is where a device_map offloads to:
-// its rows say what offloading does.
-BACKPLANE_API std::vector<QuantMethodSupport> quantization_support(
-    const QuantDevice& device, const std::optional<QuantDevice>& accelerator);
+// `device` on `machine`. The cpu of a machine with an accelerator is where a device_map offloads
+// to: its rows say what offloading does.
+BACKPLANE_API std::vector<QuantMethodSupport> quantization_support(const QuantDevice& device,
+                                                                   const QuantMachine& machine);
+// The machine of a device list (DeviceInfo types and capabilities) whose planning accelerator
+// type is `accelerator_type` ("" for none), as plan_hardware chooses it.
+BACKPLANE_API QuantMachine quant_machine(const std::vector<DeviceInfo>& devices,
+                                         const std::string& accelerator_type);
 
 // fp8 runs on CUDA from compute capability 8.9 (transformers' FineGrainedFP8HfQuantizer).
 BACKPLANE_API bool fp8_capable(const ComputeCapability& cc);
