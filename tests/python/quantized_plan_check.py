@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """hwprobe plan with a quantizer against transformers 5.24's own quantizers (bitsandbytes 4-bit and
-8-bit, fine-grained fp8), on models transformers builds from configs written here.
+8-bit, fine-grained fp8, compressed-tensors 0.20), on models transformers builds from configs
+written here.
 
 For each case the transformers side runs from_pretrained's planning steps with their own
 functions, in from_pretrained's order: get_hf_quantizer (the merge of a config.json's
@@ -12,8 +13,8 @@ Only the weights are missing: no checkpoint is read. hwprobe must give the same 
 swapped-module count and modules_to_not_convert, or fail with the same message (exit 2, nothing on
 stdout), and report the same fall-back to dequantizing.
 
-The quantizers are imported and run as they are; bitsandbytes 0.50 (requirements-extra.txt) runs
-on a CPU. fp8 asks torch whether a GPU is there and of which compute capability: on this CPU-only
+The quantizers are imported and run as they are; bitsandbytes 0.50 and compressed-tensors 0.20
+(requirements-extra.txt) run on a CPU. fp8 asks torch whether a GPU is there and of which compute capability: on this CPU-only
 machine the simulated machine's answer is given to it (torch.cuda.is_available and
 get_device_capability patched to say what hwprobe's --sim topology says), so the check compares
 the same hardware on both sides.
@@ -30,8 +31,9 @@ import sys
 import tempfile
 import warnings
 
-import torch
-from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig, FineGrainedFP8Config
+import loguru  # noqa: E402
+import torch  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig, FineGrainedFP8Config  # noqa: E402
 from transformers.integrations import accelerate as tia
 from transformers.modeling_utils import _get_dtype
 from transformers.quantizers.auto import get_hf_quantizer
@@ -67,6 +69,50 @@ FP8_BLOCKS = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_blo
 FP8_STATIC = {"quant_method": "fp8", "activation_scheme": "static", "weight_block_size": None,
               "modules_to_not_convert": ["lm_head", "model.layers.0.self_attn"]}
 FP8_UE8M0 = {"quant_method": "fp8", "weight_block_size": [64, 128], "scale_fmt": "ue8m0"}
+
+# compressed-tensors checkpoints (llm-compressor's formats): a scheme dict, presets by group name,
+# asymmetric static int8 with regex ignores, NVFP4, block fp8, two groups, a dense "frozen" one.
+def ct(groups, ignore=("lm_head",), status="compressed", **extra):
+    return {"quant_method": "compressed-tensors", "format": "pack-quantized",
+            "quantization_status": status, "config_groups": groups, "ignore": list(ignore),
+            **extra}
+
+
+W4_GROUP = {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                                               "strategy": "group", "group_size": 128}}
+CT_W4A16 = ct({"group_0": W4_GROUP})
+CT_FP8_DYNAMIC = ct({"FP8_DYNAMIC": ["Linear"]})
+CT_W8A8_ASYM = ct({"group_0": {
+    "targets": ["Linear"],
+    "weights": {"num_bits": 8, "type": "int", "symmetric": False, "strategy": "tensor"},
+    "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "tensor",
+                          "dynamic": False}}}, ignore=["re:.*lm_head", "re:.*down_proj"])
+CT_NVFP4A16 = ct({"NVFP4A16": ["Linear"]})
+CT_FP8_BLOCK = ct({"FP8_BLOCK": ["Linear"]})
+CT_TWO_GROUPS = ct({"attention": {"targets": ["re:.*self_attn"], "weights": {
+                        "num_bits": 8, "type": "float", "strategy": "channel"},
+                        "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
+                                              "dynamic": True}},
+                    "mlp": dict(W4_GROUP, targets=["re:.*mlp\\..*_proj"])},
+                   ignore=["lm_head"], format="mixed-precision")
+CT_FROZEN = ct({"group_0": W4_GROUP}, status="frozen")
+CT_CASES = [("llama", CT_W4A16), ("qwen2", CT_W4A16), ("mixtral", CT_W4A16),
+            ("gpt2", CT_W4A16), ("llama", CT_FP8_DYNAMIC), ("qwen2", CT_W8A8_ASYM),
+            ("llama", CT_NVFP4A16), ("mixtral", CT_FP8_BLOCK), ("llama", CT_TWO_GROUPS),
+            ("qwen2", CT_FROZEN)]
+# Refused by compressed-tensors: the part of its message hwprobe must say too.
+CT_REFUSALS = [
+    ("llama", ct({"group_0": {"targets": ["Linear"], "weights": {
+        "num_bits": 4, "strategy": "group"}}}),
+     "strategy group requires group_size to be set to a positive value"),
+    ("llama", ct({"group_0": dict(W4_GROUP, format="marlin-24")}), "Unable to find marlin-24"),
+    ("llama", ct({"group_0": dict(W4_GROUP, format="int-quantized")}),
+     "tensor column shape must be divisble by the given group_size 128 but got 688"),
+    ("llama", ct({"group_0": {"targets": ["Linear"], "weights": {
+        "num_bits": 4, "type": "int", "strategy": "rows"}}}),
+     "'rows' is not a valid QuantizationStrategy"),
+    ("llama", ct({"W4A17": ["Linear"]}), "Unknown preset scheme name W4A17"),
+]
 
 # --quantize values and the configs from_pretrained(quantization_config=...) gets for them.
 ON_LOAD = {
@@ -106,7 +152,7 @@ CASES = [
     ("qwen2", FP8_BLOCKS, None, "cpu"),
     ("qwen2", None, "fp8", "cpu"),
     ("gpt2", None, "bnb-4bit", "cpu"),
-]
+] + [(model, config, None, "h100x8") for model, config in CT_CASES]
 
 # Budgets as fractions of the quantized model's size, per simulated machine: all on one GPU,
 # split over three, too little GPU memory (cpu and disk entries in the map).
@@ -163,7 +209,9 @@ class Captured(logging.Handler):
 # accelerate warns of every budgeted GPU index that this CPU-only machine lacks; transformers'
 # warnings are captured per case (Captured) instead of printed.
 logging.getLogger("accelerate").setLevel(logging.ERROR)
+loguru.logger.remove()  # compressed-tensors' own warnings (a group that does not divide a width)
 hf_logging.disable_default_handler()
+hf_logging.disable_progress_bar()  # compressed-tensors' "Applying quantization config" bars
 
 
 def transformers_plan(folder, quantize, device_map, max_memory, machine):
@@ -191,8 +239,11 @@ def transformers_plan(folder, quantize, device_map, max_memory, machine):
             q = hf_quantizer.quantization_config
             out["dequantized"] = bool(getattr(q, "dequantize", False))
             replaced = {"Linear4bit", "Linear8bitLt", "FP8Linear", "FP8Experts"}
-            out["replaced"] = sum(type(m).__name__ in replaced for m in model.modules())
-            out["not_converted"] = sorted(set(hf_quantizer.modules_to_not_convert or []))
+            # compressed-tensors keeps the classes and gives each quantized module its scheme.
+            out["replaced"] = sum(type(m).__name__ in replaced
+                                  or getattr(m, "quantization_scheme", None) is not None
+                                  for m in model.modules())
+            out["not_converted"] = sorted(set(getattr(hf_quantizer, "modules_to_not_convert", None) or []))
             result = tia._get_device_map(model, dm, max_memory, hf_quantizer)
             out["device_map"] = [[k, v if not isinstance(v, torch.device) else str(v)]
                                  for k, v in result.items()]
@@ -304,6 +355,21 @@ def main():
                     compare(label, expected, run, failures)
                     planned += "error" not in expected
                     refused += "error" in expected
+        for index, (model_name, quantization, phrase) in enumerate(CT_REFUSALS):
+            model_type, overrides = MODELS[model_name]
+            folder = os.path.join(tmp, f"refusal{index}")
+            config = AutoConfig.for_model(model_type, **overrides)
+            config.architectures = [AutoModelForCausalLM._model_mapping[type(config)].__name__]
+            config.quantization_config = dict(quantization)
+            config.save_pretrained(folder)
+            expected = transformers_plan(folder, None, "auto", None, "h100x8")
+            run = hwprobe(tool, folder, None, "auto", None, "h100x8", topology_files)
+            label = f"{model_name} compressed-tensors refusal {phrase!r}"
+            if phrase not in expected.get("error", ""):
+                failures.append(f"{label}: transformers: {expected}")
+            elif run.returncode != 2 or run.stdout.strip() or phrase not in run.stderr:
+                failures.append(f"{label}: hwprobe exit {run.returncode}: {run.stderr.strip()}")
+            refused += 1
     for failure in failures:
         print("FAIL", failure)
     print(f"quantized plans: {planned} planned, {refused} refused, {len(failures)} differences")

@@ -18,6 +18,8 @@ const char* to_string(QuantMethod method) {
       return "bitsandbytes_8bit";
     case QuantMethod::kFp8:
       return "fp8";
+    case QuantMethod::kCompressedTensors:
+      return "compressed-tensors";
   }
   return "?";
 }
@@ -190,6 +192,7 @@ std::optional<QuantizationConfig> read_quantization_config(const Json& quantizat
   if (method == "bitsandbytes_4bit") config = read_bitsandbytes(r, QuantMethod::kBitsAndBytes4bit);
   if (method == "bitsandbytes_8bit") config = read_bitsandbytes(r, QuantMethod::kBitsAndBytes8bit);
   if (method == "fp8") config = read_fp8(r);
+  if (method == "compressed-tensors") config = read_compressed_tensors(quantization, what);
   if (config) config->pre_quantized = true;
   return config;
 }
@@ -203,7 +206,14 @@ void quantize_on_load(ModelDescription& model, const QuantizationConfig& from_ar
     return;
   }
   auto class_of = [](QuantMethod m) {
-    return m == QuantMethod::kFp8 ? "FineGrainedFP8Config" : "BitsAndBytesConfig";
+    switch (m) {
+      case QuantMethod::kFp8:
+        return "FineGrainedFP8Config";
+      case QuantMethod::kCompressedTensors:
+        return "CompressedTensorsConfig";
+      default:
+        return "BitsAndBytesConfig";
+    }
   };
   QuantizationConfig& own = *model.quantization;
   if (std::string(class_of(own.method)) != class_of(from_args.method)) {

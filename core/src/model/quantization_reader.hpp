@@ -18,4 +18,12 @@ std::optional<QuantizationConfig> read_quantization_config(const nlohmann::json&
                                                            const std::string& method,
                                                            const std::string& what);
 
+// CompressedTensorsConfig from a checkpoint's quantization_config (compressed_tensors_config.cpp).
+QuantizationConfig read_compressed_tensors(const nlohmann::json& quantization,
+                                           const std::string& what);
+
+// core/src/model/quantization_rules.json (tests/python/quantization_rules.py): transformers'
+// nn.Linear and nn.Embedding classes, compressed-tensors' preset schemes.
+const nlohmann::json& quantization_rules();
+
 }  // namespace backplane::model_detail

@@ -146,6 +146,7 @@ Verdict compressed_tensors(const QuantDevice&, const QuantMachine&) {
   v.pre_quantized = QuantLoad::kLoads;
   v.why = calibration_refusal("compressed-tensors") + "; a checkpoint loads with no device check";
   v.needs = "compressed-tensors>=0.15.0";
+  v.planned = true;
   return v;
 }
 

@@ -216,6 +216,8 @@ struct Swapper {
       case QuantMethod::kFp8:
         if (ends_with(name, ".experts")) return swap_fp8_experts(module, config, model);
         return swap_fp8_linear(module, config);
+      case QuantMethod::kCompressedTensors:
+        return false;  // apply_compressed_tensors, on the whole model
     }
     return false;
   }
@@ -284,6 +286,14 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
   out.model = model;
   out.model.dtype = dtype;
   retype(out.model.root, dtype);
+  if (config.method == QuantMethod::kCompressedTensors) {
+    // Its own targets and ignore list decide; transformers' skip list is not used.
+    out.replaced_with = "compressed-tensors";
+    if (!config.dequantize && config.compressed_tensors) {
+      out.replaced = apply_compressed_tensors(out.model, *config.compressed_tensors, dtype);
+    }
+    return out;
+  }
   out.not_converted = modules_to_not_convert(model, config, offloaded);
   switch (config.method) {
     case QuantMethod::kBitsAndBytes4bit:
@@ -294,6 +304,8 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
       break;
     case QuantMethod::kFp8:
       out.replaced_with = "FP8Linear";
+      break;
+    case QuantMethod::kCompressedTensors:
       break;
   }
   if (config.method == QuantMethod::kFp8 && config.dequantize) return out;

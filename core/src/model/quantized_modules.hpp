@@ -27,6 +27,12 @@ std::vector<std::string> modules_to_not_convert(const ModelDescription& model,
                                                 const QuantizationConfig& config,
                                                 const std::vector<std::string>& offloaded);
 
+// compressed-tensors' apply_quantization_config and compress_model on `model` (parameters already
+// in `dtype`): the qparams and compressed tensors of every targeted Linear or Embedding. Returns
+// how many modules it quantized; throws InvalidArgument where compressed-tensors raises, or where
+// this planner does not model what it does (a tied weight, Llama 4's experts).
+int64_t apply_compressed_tensors(ModelDescription& model, const CompressedTensors& ct, DType dtype);
+
 struct SwappedModel {
   ModelDescription model;     // the quantized meta model, parameters in the main dtype
   int64_t replaced = 0;       // modules swapped

@@ -46,6 +46,10 @@ bool cuda_like(const std::string& type) {
   return type == "cuda" || type == "rocm";
 }
 
+bool bnb_method(QuantMethod m) {
+  return m == QuantMethod::kBitsAndBytes4bit || m == QuantMethod::kBitsAndBytes8bit;
+}
+
 // The machine as the planner sees it, for the quantizers' rules (quantization_support.hpp).
 QuantMachine machine_of(const PlanHardware& hardware) {
   QuantMachine machine;
@@ -124,6 +128,8 @@ void check_quantized_map(const QuantizationConfig& config,
         throw InvalidArgument(std::string("quantization_config: ") + kFp8Offload);
       }
       return;
+    case QuantMethod::kCompressedTensors:
+      return;  // no device_map checks
   }
 }
 
@@ -147,8 +153,7 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
   if (!strategy.is_strategy()) {
     const bool dict = strategy.kind == DeviceMapKind::kExplicit;
     check_quantized_map(config, strategy.modules, dict);
-    const bool bnb = config.method != QuantMethod::kFp8;
-    if (bnb && config.fp32_cpu_offload && dict) {
+    if (bnb_method(config.method) && config.fp32_cpu_offload && dict) {
       for (const auto& [name, target] : strategy.modules) {
         const bool cpu =
             target.kind == DeviceMapTarget::Kind::kDevice && target.device.str() == "cpu";
@@ -163,11 +168,11 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
   load.model.quantization.reset();
   load.summary.method = to_string(config.method);
   load.summary.pre_quantized = config.pre_quantized;
-  load.summary.dequantized = config.method == QuantMethod::kFp8 && config.dequantize;
+  load.summary.dequantized = config.dequantize;
   load.summary.replaced = swapped.replaced;
   load.summary.replaced_with = swapped.replaced_with;
   load.summary.not_converted = swapped.not_converted;
-  load.summary.max_memory_factor = config.method == QuantMethod::kFp8 ? 1.0 : 0.90;
+  load.summary.max_memory_factor = bnb_method(config.method) ? 0.90 : 1.0;
   if (swapped.half_bytes_rounded) {
     load.notes.push_back(
         "a 4-bit weight has an odd number of elements: transformers counts its half byte, this "

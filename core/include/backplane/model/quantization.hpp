@@ -21,14 +21,48 @@
 namespace backplane {
 
 // The methods planned here, by transformers' quant_method names ("bitsandbytes_4bit",
-// "bitsandbytes_8bit", "fp8"). Others transformers knows (gptq, awq, compressed-tensors, mxfp4,
+// "bitsandbytes_8bit", "fp8", "compressed-tensors"). Others transformers knows (gptq, awq, mxfp4,
 // ...) are refused by name where a config carries them.
-enum class QuantMethod { kBitsAndBytes4bit, kBitsAndBytes8bit, kFp8 };
+enum class QuantMethod { kBitsAndBytes4bit, kBitsAndBytes8bit, kFp8, kCompressedTensors };
 
 BACKPLANE_API const char* to_string(QuantMethod method);
 
-// The part of a quantization_config (BitsAndBytesConfig, FineGrainedFP8Config) that changes
-// where and how large modules are.
+// compressed-tensors' QuantizationArgs: how one of a module's weight, input or output is
+// quantized (compressed-tensors 0.20's quant_args.py).
+struct CompressedArgs {
+  int num_bits = 8;
+  bool is_float = false;  // type "float" (else "int")
+  bool symmetric = true;
+  std::string strategy;                    // tensor, channel, group, block, tensor_group, token
+  int64_t group_size = 0;                  // group, tensor_group
+  std::array<int64_t, 2> block{0, 0};      // block: rows, columns
+  bool dynamic = false;                    // dynamic=True: nothing stored
+  bool dynamic_local = false;              // dynamic="local": a global scale only
+  std::optional<std::string> scale_dtype;  // as given ("float8_e4m3fn", "uint8")
+  std::string zp_dtype;                    // resolved: int8, int16, int32, float8_e4m3fn
+};
+
+// One config group: which modules (targets) and how.
+struct CompressedScheme {
+  std::string name;
+  std::vector<std::string> targets;
+  std::optional<CompressedArgs> weights;
+  std::optional<CompressedArgs> input_activations;
+  std::optional<CompressedArgs> output_activations;
+  std::optional<std::string> format;  // a per-group format; else inferred per module
+};
+
+// CompressedTensorsConfig: the groups, what they leave out, and whether the checkpoint holds the
+// compressed tensors (quantization_status "compressed") or dense weights with their qparams.
+struct CompressedTensors {
+  std::vector<CompressedScheme> groups;  // in the config's order
+  std::vector<std::string> ignore;
+  bool compressed = false;        // quantization_status "compressed": the compressors' tensors
+  bool force_zero_point = false;  // before compression: zero points even where symmetric
+};
+
+// The part of a quantization_config (BitsAndBytesConfig, FineGrainedFP8Config,
+// CompressedTensorsConfig) that changes where and how large modules are.
 struct QuantizationConfig {
   QuantMethod method = QuantMethod::kBitsAndBytes4bit;
   // A checkpoint that is already quantized (its config.json carries the config), as opposed to
@@ -45,8 +79,10 @@ struct QuantizationConfig {
   bool static_activations = false;  // activation_scheme "static": an activation scale per layer
   bool ue8m0_scales = false;        // scale_fmt "ue8m0": scales in float8_e8m0fnu, 1 byte
   // fp8: load dequantized (no FP8 modules at all); set by the environment check where fp8 cannot
-  // run (no GPU, compute capability under 8.9) for a pre-quantized checkpoint.
+  // run (no GPU, compute capability under 8.9) for a pre-quantized checkpoint. compressed-tensors:
+  // dequantize=True or run_compressed=False, the dense model.
   bool dequantize = false;
+  std::optional<CompressedTensors> compressed_tensors;  // kCompressedTensors
 };
 
 // hwprobe plan --quantize: "bnb-4bit", "bnb-8bit", "fp8" (also transformers' own names
