@@ -140,6 +140,62 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{R"({"quant_method": "fp8", "modules_to_convert": ["model.embed_tokens"]})",
                 "modules_to_convert (fp8 embeddings) is not planned here"}));
 
+// compressed-tensors' own refusals (pydantic's Value errors, its presets, its compressors).
+INSTANTIATE_TEST_SUITE_P(
+    CompressedTensors, RefusesQuantizationConfig,
+    ::testing::Values(
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "weights": {"num_bits": 4, "strategy": "group"}}}})",
+                "strategy group requires group_size to be set to a positive value"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "weights": {"num_bits": 4, "strategy": "rows"}}}})",
+                "'rows' is not a valid QuantizationStrategy"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "weights": {"num_bits": 3, "type": "float"}}}})",
+                "Only num_bits in (8) are supported"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "weights": {"num_bits": 8, "strategy": "token"}}}})",
+                "Cannot perform static token quantization, please use `dynamic=True`"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "weights": {"num_bits": 8, "strategy": "block"}}}})",
+                "Block strategy requires block structure"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"W4A17": ["Linear"]}})",
+                "Unknown preset scheme name W4A17, available names: ['UNQUANTIZED'"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "weights": {"num_bits": 4}}}})",
+                "config_groups.g: targets: Field required"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "format": "marlin-24"}}})",
+                "Unable to find marlin-24 registered"},
+        Refused{R"({"quant_method": "compressed-tensors", "config_groups": {"g": {
+                    "targets": ["Linear"], "format": "mixed-precision"}}})",
+                "mixed-precision cannot be set as a format for a QuantizationScheme"},
+        Refused{R"({"quant_method": "compressed-tensors", "quantization_status": "done",
+                    "config_groups": {}})",
+                "quantization_status: Input should be 'initialized', 'calibration', 'frozen', "
+                "'compressed' or 'decompressed'"}));
+
+// A preset group reads as its scheme; the status decides compression and forced zero points.
+TEST(CompressedTensorsConfig, PresetsAndStatus) {
+  const backplane::ModelDescription model = backplane::model_from_config_json(llama_with(
+      R"({"quant_method": "compressed-tensors", "quantization_status": "frozen",
+          "config_groups": {"w4a16": ["Linear"]}, "ignore": ["lm_head"]})"));
+  ASSERT_TRUE(model.quantization.has_value());
+  EXPECT_EQ(model.quantization->method, QuantMethod::kCompressedTensors);
+  const backplane::CompressedTensors& ct = *model.quantization->compressed_tensors;
+  EXPECT_FALSE(ct.compressed);
+  EXPECT_TRUE(ct.force_zero_point);
+  EXPECT_EQ(ct.ignore, Names{"lm_head"});
+  ASSERT_EQ(ct.groups.size(), 1u);
+  const backplane::CompressedScheme& g = ct.groups[0];
+  EXPECT_EQ(g.targets, Names{"Linear"});
+  ASSERT_TRUE(g.weights.has_value());
+  EXPECT_EQ(g.weights->num_bits, 4);
+  EXPECT_EQ(g.weights->strategy, "group");
+  EXPECT_EQ(g.weights->group_size, 128);
+  EXPECT_FALSE(g.input_activations.has_value());
+}
+
 struct Option {
   std::string text;
   QuantMethod method;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -158,6 +159,60 @@ TEST(Swap, Fp8LinearTensors) {
   swapped = swap_quantized_modules(model, config, DType::kBFloat16, {});
   EXPECT_EQ(swapped.replaced, 0);
   EXPECT_EQ(backplane::find_module(swapped.model.root, "proj")->class_name, "Linear");
+}
+
+// compressed-tensors on a Linear (300, 129) and lm_head: W4 group 64 packed, the scale in the
+// model's dtype, zero points only where asymmetric or before compression; lm_head ignored.
+TEST(CompressedTensors, PackedGroupsAndIgnore) {
+  backplane::ModelDescription model;
+  model.root = planner_test::module(
+      "", "M", {},
+      {planner_test::linear("proj", 300, 129), planner_test::linear("lm_head", 7, 129)});
+  backplane::CompressedArgs w;
+  w.num_bits = 4;
+  w.strategy = "group";
+  w.group_size = 64;
+  w.zp_dtype = "int8";
+  backplane::CompressedTensors ct;
+  ct.groups.push_back({"g", {"Linear"}, w, std::nullopt, std::nullopt, std::nullopt});
+  ct.ignore = {"lm_head"};
+  ct.compressed = true;
+  QuantizationConfig config;
+  config.method = QuantMethod::kCompressedTensors;
+  config.pre_quantized = true;
+  config.compressed_tensors = ct;
+  auto swapped = swap_quantized_modules(model, config, DType::kBFloat16, {});
+  EXPECT_EQ(swapped.replaced, 1);
+  const backplane::Module* proj = backplane::find_module(swapped.model.root, "proj");
+  std::map<std::string, std::pair<std::vector<int64_t>, DType>> tensors;
+  for (const auto& t : proj->tensors) tensors[t.name] = {t.shape, t.dtype};
+  EXPECT_EQ(tensors.count("weight"), 0u);
+  EXPECT_EQ(tensors["weight_packed"].first, (std::vector<int64_t>{300, 17}));  // ceil(129*4/32)
+  EXPECT_EQ(tensors["weight_packed"].second, DType::kInt32);
+  EXPECT_EQ(tensors["weight_scale"].first, (std::vector<int64_t>{300, 3}));  // ceil(129/64)
+  EXPECT_EQ(tensors["weight_scale"].second, DType::kBFloat16);
+  EXPECT_EQ(tensors["weight_shape"].second, DType::kInt64);
+  EXPECT_EQ(tensors.count("weight_zero_point"), 0u);  // symmetric, compressed
+  EXPECT_EQ(backplane::find_module(swapped.model.root, "lm_head")->tensors.size(), 1u);
+
+  // Frozen: the dense weight, its scale and a zero point even though symmetric.
+  config.compressed_tensors->compressed = false;
+  config.compressed_tensors->force_zero_point = true;
+  swapped = swap_quantized_modules(model, config, DType::kBFloat16, {});
+  proj = backplane::find_module(swapped.model.root, "proj");
+  tensors.clear();
+  for (const auto& t : proj->tensors) tensors[t.name] = {t.shape, t.dtype};
+  EXPECT_EQ(tensors["weight"].second, DType::kBFloat16);
+  EXPECT_EQ(tensors["weight_zero_point"].first, (std::vector<int64_t>{300, 3}));
+  EXPECT_EQ(tensors["weight_zero_point"].second, DType::kInt8);
+
+  // A regex target matches from the start of the name; an exact name beats a class.
+  ct.groups[0].targets = {"re:pro"};
+  config.compressed_tensors = ct;
+  EXPECT_EQ(swap_quantized_modules(model, config, DType::kBFloat16, {}).replaced, 1);
+  ct.groups[0].targets = {"re:roj"};
+  config.compressed_tensors = ct;
+  EXPECT_EQ(swap_quantized_modules(model, config, DType::kBFloat16, {}).replaced, 0);
 }
 
 }  // namespace

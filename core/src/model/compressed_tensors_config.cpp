@@ -192,7 +192,7 @@ CompressedArgs read_args(const Json& json, const std::string& where, const std::
   return a;
 }
 
-const Json& presets() {
+const nlohmann::ordered_json& presets() {
   return quantization_rules().at("compressed_tensors_presets");
 }
 
@@ -222,7 +222,7 @@ CompressedScheme read_scheme(const std::string& name, const Json& value, const s
         Fields(value, where, what).fail("Input should be a valid list of strings");
       scheme.targets.push_back(t.get<std::string>());
     }
-    const Json& preset = presets().at(upper);
+    const Json preset = Json::parse(presets().at(upper).dump());
     scheme.weights = optional_args(&preset.at("weights"), where + ".weights", what, false);
     scheme.input_activations =
         optional_args(&preset.at("input_activations"), where + ".input_activations", what, true);
@@ -271,8 +271,9 @@ CompressedScheme read_scheme(const std::string& name, const Json& value, const s
 
 }  // namespace
 
-const nlohmann::json& quantization_rules() {
-  static const Json rules = Json::parse(kQuantizationRulesJson);
+// Ordered: compressed-tensors' messages list its presets in its own order.
+const nlohmann::ordered_json& quantization_rules() {
+  static const nlohmann::ordered_json rules = nlohmann::ordered_json::parse(kQuantizationRulesJson);
   return rules;
 }
 

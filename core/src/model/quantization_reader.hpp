@@ -24,6 +24,6 @@ QuantizationConfig read_compressed_tensors(const nlohmann::json& quantization,
 
 // core/src/model/quantization_rules.json (tests/python/quantization_rules.py): transformers'
 // nn.Linear and nn.Embedding classes, compressed-tensors' preset schemes.
-const nlohmann::json& quantization_rules();
+const nlohmann::ordered_json& quantization_rules();
 
 }  // namespace backplane::model_detail
