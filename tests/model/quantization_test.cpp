@@ -175,6 +175,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "quantization_status: Input should be 'initialized', 'calibration', 'frozen', "
                 "'compressed' or 'decompressed'"}));
 
+// GPTQConfig.post_init's refusals, and the layouts not sized here.
+INSTANTIATE_TEST_SUITE_P(
+    Gptq, RefusesQuantizationConfig,
+    ::testing::Values(
+        Refused{R"({"quant_method": "gptq", "bits": 5})",
+                "Only support quantization to [2,3,4,8] bits but found 5"},
+        Refused{R"({"quant_method": "gptq"})", "missing 1 required positional argument: 'bits'"},
+        Refused{R"({"quant_method": "gptq", "bits": 4, "group_size": 0})",
+                "group_size must be greater than 0 or equal to -1"},
+        Refused{R"({"quant_method": "gptq", "bits": 4, "damp_percent": 1.0})",
+                "damp_percent must between 0 and 1."},
+        Refused{R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "marlin"})",
+                "format 'marlin' is not planned here"}));
+
 // A preset group reads as its scheme; the status decides compression and forced zero points.
 TEST(CompressedTensorsConfig, PresetsAndStatus) {
   const backplane::ModelDescription model = backplane::model_from_config_json(llama_with(

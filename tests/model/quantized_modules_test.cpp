@@ -215,4 +215,43 @@ TEST(CompressedTensors, PackedGroupsAndIgnore) {
   EXPECT_EQ(swap_quantized_modules(model, config, DType::kBFloat16, {}).replaced, 0);
 }
 
+// GPTQ: exact Linear layers under the block prefix become QuantLinear with GPT-QModel's packed
+// tensors; what lies outside the prefix (lm_head, embeddings) stays in the model's dtype.
+TEST(Gptq, PacksTheLayersUnderTheBlockPrefix) {
+  const backplane::ModelDescription model = planner_test::tiny_llama(false, 2);
+  QuantizationConfig config;
+  config.method = QuantMethod::kGptq;
+  config.pre_quantized = true;
+  config.gptq = backplane::Gptq{4, 2, std::nullopt, std::nullopt};
+  auto swapped = swap_quantized_modules(model, config, DType::kFloat16, {});
+  EXPECT_EQ(swapped.replaced, 14);
+  const backplane::Module* q =
+      backplane::find_module(swapped.model.root, "model.layers.1.mlp.up_proj");
+  ASSERT_EQ(q->class_name, "QuantLinear");
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& t : q->tensors) shapes[t.name] = t.shape;
+  EXPECT_EQ(shapes["qweight"], (std::vector<int64_t>{1, 5}));  // ceil(4 * 4 / 32), out
+  EXPECT_EQ(shapes["qzeros"], (std::vector<int64_t>{2, 1}));   // 4 / 2 groups, ceil(5 * 4 / 32)
+  EXPECT_EQ(shapes["scales"], (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(shapes["g_idx"], (std::vector<int64_t>{4}));
+  EXPECT_EQ(backplane::find_module(swapped.model.root, "lm_head")->class_name, "Linear");
+
+  // block_name_to_quantize is a plain prefix; modules_in_block_to_quantize keeps suffixes.
+  config.gptq->block_name_to_quantize = "model.layers.1";
+  config.gptq->modules_in_block_to_quantize = std::vector<std::string>{"proj"};
+  EXPECT_EQ(swap_quantized_modules(model, config, DType::kFloat16, {}).replaced, 7);
+  config.gptq->modules_in_block_to_quantize = std::vector<std::string>{"down_proj", "q_proj"};
+  EXPECT_EQ(swap_quantized_modules(model, config, DType::kFloat16, {}).replaced, 2);
+
+  backplane::ModelDescription other;
+  other.root = planner_test::module("", "M", {}, {planner_test::linear("blocks", 4, 4)});
+  config.gptq = backplane::Gptq{};
+  try {
+    swap_quantized_modules(other, config, DType::kFloat16, {});
+    FAIL() << "no block pattern";
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("Block pattern could not be match"), std::string::npos);
+  }
+}
+
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hwprobe plan with a quantizer against transformers 5.24's own quantizers (bitsandbytes 4-bit and
-8-bit, fine-grained fp8, compressed-tensors 0.20), on models transformers builds from configs
-written here.
+8-bit, fine-grained fp8, compressed-tensors 0.20; GPTQ through optimum 2.3's layer selection, see
+GPTQ_CASES), on models transformers builds from configs written here.
 
 For each case the transformers side runs from_pretrained's planning steps with their own
 functions, in from_pretrained's order: get_hf_quantizer (the merge of a config.json's
@@ -25,6 +25,7 @@ Usage: quantized_plan_check.py HWPROBE
 import contextlib
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -33,7 +34,14 @@ import warnings
 
 import loguru  # noqa: E402
 import torch  # noqa: E402
-from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig, FineGrainedFP8Config  # noqa: E402
+from optimum.gptq.utils import get_block_name_with_pattern, get_layers  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoConfig,
+    AutoModelForCausalLM,
+    BitsAndBytesConfig,
+    FineGrainedFP8Config,
+    GPTQConfig,
+)
 from transformers.integrations import accelerate as tia
 from transformers.modeling_utils import _get_dtype
 from transformers.quantizers.auto import get_hf_quantizer
@@ -114,6 +122,91 @@ CT_REFUSALS = [
     ("llama", ct({"W4A17": ["Linear"]}), "Unknown preset scheme name W4A17"),
 ]
 
+# GPTQ checkpoints. transformers' GPTQ quantizer needs GPT-QModel, which has no wheel for this
+# machine; optimum (requirements-extra.txt) is there. So the GPTQ cases run optimum's own layer
+# selection (get_block_name_with_pattern, get_layers, the modules_in_block_to_quantize filter)
+# on the meta model transformers builds, and replace the layers with GptqQuantLinear below: a
+# reproduction of the tensors GPT-QModel 7.7's QuantLinear registers (its torch kernel's layout;
+# every class it may pick holds the same bytes), then transformers' own compute_module_sizes and
+# _get_device_map, as from_pretrained runs them for GPTQ (no element size or max_memory
+# override).
+GPTQ_4BIT = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
+             "sym": True, "damp_percent": 0.01}
+GPTQ_CASES = [
+    ("llama", GPTQ_4BIT),
+    ("qwen2", dict(GPTQ_4BIT, bits=8, group_size=-1)),  # q/k/v biases, one group a column
+    ("mixtral", GPTQ_4BIT),  # router and fused experts stay dense
+    ("gpt2", dict(GPTQ_4BIT, bits=3, group_size=32)),  # Conv1D
+    ("llama", dict(GPTQ_4BIT, modules_in_block_to_quantize=[
+        ["self_attn.q_proj", "self_attn.k_proj"], ["mlp.down_proj"]])),
+    ("llama", dict(GPTQ_4BIT, bits=2, block_name_to_quantize="model.layers.1")),
+]
+GPTQ_REFUSALS = [
+    ("llama", dict(GPTQ_4BIT, bits=5), "Only support quantization to [2,3,4,8] bits but found 5"),
+    ("llama", dict(GPTQ_4BIT, group_size=0), "group_size must be greater than 0 or equal to -1"),
+    ("llama", dict(GPTQ_4BIT, damp_percent=1.0), "damp_percent must between 0 and 1."),
+]
+
+
+class GptqQuantLinear(torch.nn.Module):
+    """GPT-QModel's GPTQQuantLinear._register_gptq_buffers, reproduced (see above)."""
+
+    def __init__(self, bits, group_size, in_features, out_features, bias):
+        super().__init__()
+        groups = math.ceil(in_features / (in_features if group_size == -1 else group_size))
+        shapes = {"qweight": (math.ceil(in_features * bits / 32), out_features, torch.int32),
+                  "qzeros": (groups, math.ceil(out_features * bits / 32), torch.int32),
+                  "scales": (groups, out_features, torch.float16),
+                  "g_idx": (in_features, torch.int32)}
+        for name, (*shape, dtype) in shapes.items():
+            self.register_buffer(name, torch.empty(*shape, dtype=dtype))
+        if bias:
+            self.register_buffer("bias", torch.empty(out_features, dtype=torch.float16))
+
+
+def gptq_convert(model, q):
+    """optimum's GPTQQuantizer.convert_model, with GptqQuantLinear for GPT-QModel's class."""
+    block = q.get("block_name_to_quantize") or get_block_name_with_pattern(model)
+    layers = get_layers(model, prefix=block)
+    if q.get("modules_in_block_to_quantize"):
+        kept = sum(q["modules_in_block_to_quantize"], [])
+        layers = {n: m for n, m in layers.items() if any(n.endswith(k) for k in kept)}
+    for name, layer in layers.items():
+        parent, _, attr = name.rpartition(".")
+        conv1d = type(layer).__name__ == "Conv1D"
+        in_f, out_f = (layer.weight.shape if conv1d else (layer.in_features, layer.out_features))
+        setattr(model.get_submodule(parent), attr,
+                GptqQuantLinear(q["bits"], q.get("group_size", 128), in_f, out_f,
+                                layer.bias is not None))
+    return len(layers)
+
+
+def gptq_plan(folder, device_map, max_memory):
+    out = {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = AutoConfig.from_pretrained(folder)
+            GPTQConfig.from_dict(dict(config.quantization_config))  # its post_init checks
+            model_class = AutoModelForCausalLM._model_mapping[type(config)]
+            dm = tia.check_and_set_device_map(device_map)
+            config, dtype = _get_dtype("auto", None, config, None, None, True, None)
+            with ContextManagers(model_class.get_init_context(dtype, True, False, False)):
+                model = model_class(config)
+                out["replaced"] = gptq_convert(model, config.quantization_config)
+            out["model_size"] = tia.compute_module_sizes(model, None)[0][""]
+            out["dequantized"] = False
+            out["not_converted"] = []
+            result = tia._get_device_map(model, dm, max_memory, None)
+            out["device_map"] = [[k, v if not isinstance(v, torch.device) else str(v)]
+                                 for k, v in result.items()]
+            out["warnings"] = []
+    except Exception as e:
+        out = {"error": str(e)}
+    out["logged"] = []
+    return out
+
+
 # --quantize values and the configs from_pretrained(quantization_config=...) gets for them.
 ON_LOAD = {
     "bnb-4bit": lambda: BitsAndBytesConfig(load_in_4bit=True),
@@ -152,7 +245,7 @@ CASES = [
     ("qwen2", FP8_BLOCKS, None, "cpu"),
     ("qwen2", None, "fp8", "cpu"),
     ("gpt2", None, "bnb-4bit", "cpu"),
-] + [(model, config, None, "h100x8") for model, config in CT_CASES]
+] + [(model, config, None, "h100x8") for model, config in CT_CASES + GPTQ_CASES]
 
 # Budgets as fractions of the quantized model's size, per simulated machine: all on one GPU,
 # split over three, too little GPU memory (cpu and disk entries in the map).
@@ -217,6 +310,9 @@ hf_logging.disable_progress_bar()  # compressed-tensors' "Applying quantization 
 def transformers_plan(folder, quantize, device_map, max_memory, machine):
     """from_pretrained's planning steps, without reading weights. Returns a dict with the map or
     the error, the sizes, the swap and the warnings."""
+    with open(os.path.join(folder, "config.json")) as f:
+        if (json.load(f).get("quantization_config") or {}).get("quant_method") == "gptq":
+            return gptq_plan(folder, device_map, max_memory)
     hf_logging.get_logger("transformers").warning_once.cache_clear()
     handler = Captured()
     root = hf_logging.get_logger("transformers")
@@ -355,7 +451,7 @@ def main():
                     compare(label, expected, run, failures)
                     planned += "error" not in expected
                     refused += "error" in expected
-        for index, (model_name, quantization, phrase) in enumerate(CT_REFUSALS):
+        for index, (model_name, quantization, phrase) in enumerate(CT_REFUSALS + GPTQ_REFUSALS):
             model_type, overrides = MODELS[model_name]
             folder = os.path.join(tmp, f"refusal{index}")
             config = AutoConfig.for_model(model_type, **overrides)
@@ -364,7 +460,7 @@ def main():
             config.save_pretrained(folder)
             expected = transformers_plan(folder, None, "auto", None, "h100x8")
             run = hwprobe(tool, folder, None, "auto", None, "h100x8", topology_files)
-            label = f"{model_name} compressed-tensors refusal {phrase!r}"
+            label = f"{model_name} {quantization['quant_method']} refusal {phrase!r}"
             if phrase not in expected.get("error", ""):
                 failures.append(f"{label}: transformers: {expected}")
             elif run.returncode != 2 or run.stdout.strip() or phrase not in run.stderr:

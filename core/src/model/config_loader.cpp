@@ -147,7 +147,8 @@ bool planned_quantization(const Json& quantization) {
   if (truthy(quantization, "load_in_4bit") || truthy(quantization, "load_in_8bit")) return true;
   const auto method = quantization.find("quant_method");
   return method != quantization.end() && method->is_string() &&
-         (*method == "bitsandbytes" || *method == "fp8" || *method == "compressed-tensors");
+         (*method == "bitsandbytes" || *method == "fp8" || *method == "compressed-tensors" ||
+          *method == "gptq");
 }
 
 }  // namespace
@@ -239,11 +240,12 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
     if (method) {
       quantization = read_quantization_config(given, *method, what);
       if (!quantization) {
-        config.fail("has a quantization_config (quant_method \"" + *method +
-                    "\"): its quantized modules are not described here (the methods planned here: "
-                    "bitsandbytes_4bit, bitsandbytes_8bit, fp8, compressed-tensors); describe the "
-                    "checkpoint by its "
-                    "weights (model_from_safetensors)");
+        config.fail(
+            "has a quantization_config (quant_method \"" + *method +
+            "\"): its quantized modules are not described here (the methods planned here: "
+            "bitsandbytes_4bit, bitsandbytes_8bit, fp8, compressed-tensors, gptq); describe the "
+            "checkpoint by its "
+            "weights (model_from_safetensors)");
       }
     }
   }

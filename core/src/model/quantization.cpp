@@ -20,6 +20,8 @@ const char* to_string(QuantMethod method) {
       return "fp8";
     case QuantMethod::kCompressedTensors:
       return "compressed-tensors";
+    case QuantMethod::kGptq:
+      return "gptq";
   }
   return "?";
 }
@@ -182,6 +184,60 @@ QuantizationConfig read_fp8(const Reader& r) {
   return config;
 }
 
+// GPTQConfig.post_init's checks, and the GPT-QModel formats whose layout is the one sized here.
+QuantizationConfig read_gptq(const Reader& r) {
+  QuantizationConfig config;
+  config.method = QuantMethod::kGptq;
+  config.weight_block_size.reset();
+  Gptq g;
+  const Json* bits = r.get("bits");
+  if (bits == nullptr)
+    r.fail("GPTQConfig.__init__() missing 1 required positional argument: 'bits'");
+  if (!bits->is_number_integer() || (bits->get<int>() != 2 && bits->get<int>() != 3 &&
+                                     bits->get<int>() != 4 && bits->get<int>() != 8)) {
+    r.fail("Only support quantization to [2,3,4,8] bits but found " + bits->dump());
+  }
+  g.bits = bits->get<int>();
+  if (const Json* group = r.get("group_size")) {
+    if (!group->is_number_integer() ||
+        (group->get<int64_t>() <= 0 && group->get<int64_t>() != -1)) {
+      r.fail("group_size must be greater than 0 or equal to -1");
+    }
+    g.group_size = group->get<int64_t>();
+  }
+  if (const Json* damp = r.get("damp_percent")) {
+    if (!damp->is_number() || damp->get<double>() <= 0 || damp->get<double>() >= 1) {
+      r.fail("damp_percent must between 0 and 1.");
+    }
+  }
+  std::string format = r.text("checkpoint_format", r.text("format", "gptq"));
+  std::transform(format.begin(), format.end(), format.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (format != "gptq" && format != "gptq_v2") {
+    r.fail("format '" + format +
+           "' is not planned here (GPT-QModel's other layouts); planned: gptq, gptq_v2");
+  }
+  if (const Json* block = r.get("block_name_to_quantize")) {
+    if (!block->is_string()) r.fail("block_name_to_quantize must be a string");
+    g.block_name_to_quantize = block->get<std::string>();
+  }
+  if (const Json* inner = r.get("modules_in_block_to_quantize")) {
+    const char* message = "modules_in_block_to_quantize must be a list of lists of module names";
+    if (!inner->is_array()) r.fail(message);
+    std::vector<std::string> names;
+    for (const Json& list : *inner) {
+      if (!list.is_array()) r.fail(message);
+      for (const Json& name : list) {
+        if (!name.is_string()) r.fail(message);
+        names.push_back(name.get<std::string>());
+      }
+    }
+    g.modules_in_block_to_quantize = std::move(names);
+  }
+  config.gptq = g;
+  return config;
+}
+
 }  // namespace
 
 std::optional<QuantizationConfig> read_quantization_config(const Json& quantization,
@@ -193,6 +249,7 @@ std::optional<QuantizationConfig> read_quantization_config(const Json& quantizat
   if (method == "bitsandbytes_8bit") config = read_bitsandbytes(r, QuantMethod::kBitsAndBytes8bit);
   if (method == "fp8") config = read_fp8(r);
   if (method == "compressed-tensors") config = read_compressed_tensors(quantization, what);
+  if (method == "gptq") config = read_gptq(r);
   if (config) config->pre_quantized = true;
   return config;
 }
@@ -211,6 +268,8 @@ void quantize_on_load(ModelDescription& model, const QuantizationConfig& from_ar
         return "FineGrainedFP8Config";
       case QuantMethod::kCompressedTensors:
         return "CompressedTensorsConfig";
+      case QuantMethod::kGptq:
+        return "GPTQConfig";
       default:
         return "BitsAndBytesConfig";
     }

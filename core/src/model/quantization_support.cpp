@@ -118,6 +118,7 @@ Verdict gptq(const QuantDevice& device, const QuantMachine& machine) {
                     " kernels; quantizing calibrates on a dataset (GPTQConfig(dataset=...))"
               : "gptqmodel's kernels for " + where + " are not known here";
   v.needs = "optimum, gptqmodel";
+  v.planned = true;  // a pre-quantized checkpoint (quantizing on load plans the dense model)
   return v;
 }
 

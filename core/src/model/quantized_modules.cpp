@@ -217,7 +217,8 @@ struct Swapper {
         if (ends_with(name, ".experts")) return swap_fp8_experts(module, config, model);
         return swap_fp8_linear(module, config);
       case QuantMethod::kCompressedTensors:
-        return false;  // apply_compressed_tensors, on the whole model
+      case QuantMethod::kGptq:
+        return false;  // apply_compressed_tensors, apply_gptq: on the whole model
     }
     return false;
   }
@@ -294,6 +295,12 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
     }
     return out;
   }
+  if (config.method == QuantMethod::kGptq) {
+    // optimum's block prefix decides; there is no skip list.
+    out.replaced_with = "QuantLinear";
+    out.replaced = apply_gptq(out.model, *config.gptq);
+    return out;
+  }
   out.not_converted = modules_to_not_convert(model, config, offloaded);
   switch (config.method) {
     case QuantMethod::kBitsAndBytes4bit:
@@ -306,6 +313,7 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
       out.replaced_with = "FP8Linear";
       break;
     case QuantMethod::kCompressedTensors:
+    case QuantMethod::kGptq:
       break;
   }
   if (config.method == QuantMethod::kFp8 && config.dequantize) return out;

@@ -33,6 +33,11 @@ std::vector<std::string> modules_to_not_convert(const ModelDescription& model,
 // this planner does not model what it does (a tied weight, Llama 4's experts).
 int64_t apply_compressed_tensors(ModelDescription& model, const CompressedTensors& ct, DType dtype);
 
+// GPTQ's convert_model on `model`: every exact nn.Linear or Conv1D under the block prefix (or
+// block_name_to_quantize), filtered by modules_in_block_to_quantize, becomes a QuantLinear with
+// GPT-QModel's packed tensors. Returns how many; throws InvalidArgument where optimum raises.
+int64_t apply_gptq(ModelDescription& model, const Gptq& config);
+
 struct SwappedModel {
   ModelDescription model;     // the quantized meta model, parameters in the main dtype
   int64_t replaced = 0;       // modules swapped

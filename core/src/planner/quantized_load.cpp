@@ -129,6 +129,7 @@ void check_quantized_map(const QuantizationConfig& config,
       }
       return;
     case QuantMethod::kCompressedTensors:
+    case QuantMethod::kGptq:
       return;  // no device_map checks
   }
 }

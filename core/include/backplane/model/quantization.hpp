@@ -21,9 +21,9 @@
 namespace backplane {
 
 // The methods planned here, by transformers' quant_method names ("bitsandbytes_4bit",
-// "bitsandbytes_8bit", "fp8", "compressed-tensors"). Others transformers knows (gptq, awq, mxfp4,
+// "bitsandbytes_8bit", "fp8", "compressed-tensors", "gptq"). Others transformers knows (awq, mxfp4,
 // ...) are refused by name where a config carries them.
-enum class QuantMethod { kBitsAndBytes4bit, kBitsAndBytes8bit, kFp8, kCompressedTensors };
+enum class QuantMethod { kBitsAndBytes4bit, kBitsAndBytes8bit, kFp8, kCompressedTensors, kGptq };
 
 BACKPLANE_API const char* to_string(QuantMethod method);
 
@@ -61,8 +61,17 @@ struct CompressedTensors {
   bool force_zero_point = false;  // before compression: zero points even where symmetric
 };
 
+// GPTQConfig of a pre-quantized checkpoint: which layers optimum's convert_model replaces with
+// GPT-QModel's QuantLinear, and their packing.
+struct Gptq {
+  int bits = 4;
+  int64_t group_size = 128;  // -1: one group per input column set (in_features)
+  std::optional<std::string> block_name_to_quantize;
+  std::optional<std::vector<std::string>> modules_in_block_to_quantize;  // flattened
+};
+
 // The part of a quantization_config (BitsAndBytesConfig, FineGrainedFP8Config,
-// CompressedTensorsConfig) that changes where and how large modules are.
+// CompressedTensorsConfig, GPTQConfig) that changes where and how large modules are.
 struct QuantizationConfig {
   QuantMethod method = QuantMethod::kBitsAndBytes4bit;
   // A checkpoint that is already quantized (its config.json carries the config), as opposed to
@@ -83,6 +92,7 @@ struct QuantizationConfig {
   // dequantize=True or run_compressed=False, the dense model.
   bool dequantize = false;
   std::optional<CompressedTensors> compressed_tensors;  // kCompressedTensors
+  std::optional<Gptq> gptq;                             // kGptq
 };
 
 // hwprobe plan --quantize: "bnb-4bit", "bnb-8bit", "fp8" (also transformers' own names
