@@ -129,7 +129,8 @@ TEST(QuantSupport, EveryMethodOnceAndOnlyThePlannedOnesPlanned) {
   for (const auto& r : rows) {
     methods.push_back(r.method);
     EXPECT_EQ(r.planned, r.method == "bitsandbytes_4bit" || r.method == "bitsandbytes_8bit" ||
-                             r.method == "fp8" || r.method == "compressed-tensors" || r.method == "gptq")
+                             r.method == "fp8" || r.method == "compressed-tensors" ||
+                             r.method == "gptq" || r.method == "awq")
         << r.method;
   }
   EXPECT_EQ(methods, (std::vector<std::string>{"bitsandbytes_4bit", "bitsandbytes_8bit", "fp8",

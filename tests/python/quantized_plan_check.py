@@ -38,17 +38,21 @@ from optimum.gptq.utils import get_block_name_with_pattern, get_layers  # noqa: 
 from transformers import (  # noqa: E402
     AutoConfig,
     AutoModelForCausalLM,
+    AwqConfig,
     BitsAndBytesConfig,
     FineGrainedFP8Config,
     GPTQConfig,
 )
+from transformers.integrations.awq import AWQ_SCALES_MAPPINGS  # noqa: E402
+from transformers.quantizers.base import HfQuantizer  # noqa: E402
+from transformers.quantizers.quantizers_utils import should_convert_module  # noqa: E402
 from transformers.integrations import accelerate as tia
 from transformers.modeling_utils import _get_dtype
 from transformers.quantizers.auto import get_hf_quantizer
 from transformers.utils import ContextManagers
 from transformers.utils import logging as hf_logging
 
-# Small models of four descriptor architectures (dimensions even, so 4-bit sizes are whole bytes).
+# Small models of five descriptor architectures (dimensions even, so 4-bit sizes are whole bytes).
 MODELS = {
     "llama": ("llama", {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
                         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
@@ -63,6 +67,8 @@ MODELS = {
                             "num_attention_heads": 4, "num_key_value_heads": 2,
                             "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 800,
                             "dtype": "bfloat16"}),
+    "gpt_neox": ("gpt_neox", {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                              "num_attention_heads": 4, "vocab_size": 700, "dtype": "float16"}),
     "qwen2": ("qwen2", {"hidden_size": 256, "intermediate_size": 704, "num_hidden_layers": 4,
                         "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1200,
                         "tie_word_embeddings": True, "dtype": "bfloat16"}),
@@ -181,22 +187,28 @@ def gptq_convert(model, q):
     return len(layers)
 
 
-def gptq_plan(folder, device_map, max_memory):
+def gptq_awq_plan(folder, device_map, max_memory):
+    """from_pretrained's planning for a GPTQ or AWQ checkpoint, GPT-QModel's classes reproduced."""
     out = {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             config = AutoConfig.from_pretrained(folder)
-            GPTQConfig.from_dict(dict(config.quantization_config))  # its post_init checks
+            given = dict(config.quantization_config)
+            awq = given["quant_method"] == "awq"
+            # The config class's own post_init checks.
+            q = (AwqConfig if awq else GPTQConfig).from_dict(given)
             model_class = AutoModelForCausalLM._model_mapping[type(config)]
             dm = tia.check_and_set_device_map(device_map)
             config, dtype = _get_dtype("auto", None, config, None, None, True, None)
             with ContextManagers(model_class.get_init_context(dtype, True, False, False)):
                 model = model_class(config)
-                out["replaced"] = gptq_convert(model, config.quantization_config)
+                if awq:
+                    out["replaced"], out["not_converted"] = awq_convert(model, q)
+                else:
+                    out["replaced"], out["not_converted"] = gptq_convert(model, given), []
             out["model_size"] = tia.compute_module_sizes(model, None)[0][""]
             out["dequantized"] = False
-            out["not_converted"] = []
             result = tia._get_device_map(model, dm, max_memory, None)
             out["device_map"] = [[k, v if not isinstance(v, torch.device) else str(v)]
                                  for k, v in result.items()]
@@ -205,6 +217,74 @@ def gptq_plan(folder, device_map, max_memory):
         out = {"error": str(e)}
     out["logged"] = []
     return out
+
+
+# AWQ checkpoints: transformers' AWQ quantizer imports GPT-QModel too. The AWQ cases run
+# transformers' own skip list (HfQuantizer.get_modules_to_not_convert with its default skips,
+# should_convert_module) and its AWQ_SCALES_MAPPINGS, with AwqQuantLinear below for GPT-QModel's
+# GEMM-layout class (the bytes of every class it may pick for format "gemm").
+AWQ_4BIT = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+            "version": "gemm"}
+AWQ_CASES = [
+    ("llama", AWQ_4BIT),
+    ("qwen2", dict(AWQ_4BIT, group_size=64, modules_to_not_convert=["mlp.down_proj"])),
+    ("mixtral", dict(AWQ_4BIT, modules_to_not_convert=["gate"])),
+    ("llama_tied", dict(AWQ_4BIT, bits=8, group_size=-1)),
+    ("gpt_neox", AWQ_4BIT),  # ScaledActivation scales
+]
+AWQ_REFUSALS = [
+    ("llama", dict(AWQ_4BIT, version="marlin"),
+     "Invalid format 'marlin'. Must be one of: ['gemm', 'gemv', 'gemv_fast', 'llm-awq']"),
+    ("llama", dict(AWQ_4BIT, backend="bogus"), "Invalid backend 'bogus'"),
+    ("gpt2", AWQ_4BIT, "'has_been_replaced'"),  # Conv1D is no nn.Linear: nothing replaced
+]
+
+
+class AwqQuantLinear(torch.nn.Module):
+    """GPT-QModel's AWQuantLinear buffers (register_buffers=True), reproduced."""
+
+    def __init__(self, bits, group_size, in_features, out_features, bias):
+        super().__init__()
+        groups = math.ceil(in_features / (in_features if group_size == -1 else group_size))
+        packed = math.ceil(out_features * bits / 32)
+        self.register_buffer("qweight", torch.empty(in_features, packed, dtype=torch.int32))
+        self.register_buffer("qzeros", torch.empty(groups, packed, dtype=torch.int32))
+        self.register_buffer("scales", torch.empty(groups, out_features, dtype=torch.float16))
+        if bias:
+            self.register_buffer("bias", torch.empty(out_features, dtype=torch.float16))
+
+
+class ScaledActivation(torch.nn.Module):
+    """GPT-QModel's ScaledActivation (its scales in the model's dtype), reproduced."""
+
+    def __init__(self, act, size):
+        super().__init__()
+        self.act = act
+        self.scales = torch.nn.Parameter(torch.ones(size))
+
+
+def awq_convert(model, q):
+    """AwqQuantizer._process_model_before_weight_loading, GPT-QModel's classes reproduced."""
+    skips = HfQuantizer.get_modules_to_not_convert(
+        model, q.modules_to_not_convert, model._keep_in_fp32_modules, add_default_skips=True)
+    replaced = 0
+    for name, module in list(model.named_modules()):
+        if isinstance(module, torch.nn.Linear) and should_convert_module(name, skips):
+            model.set_submodule(name, AwqQuantLinear(q.bits, q.group_size, module.in_features,
+                                                     module.out_features,
+                                                     module.bias is not None))
+            replaced += 1
+    if replaced == 0:
+        raise UnboundLocalError(
+            "cannot access local variable 'has_been_replaced' where it is not associated with a value")
+    mapping = AWQ_SCALES_MAPPINGS.get(model.config.model_type)
+    for name, module in list(model.named_modules()) if mapping else []:
+        act = getattr(module, mapping["act"], None)
+        before = getattr(module, mapping["layer_before_act"], None)
+        if act is not None and before is not None and not isinstance(act, ScaledActivation):
+            size = before.scales.shape[1] if isinstance(before, AwqQuantLinear) else before.out_features
+            setattr(module, mapping["act"], ScaledActivation(act, size))
+    return replaced, sorted(set(skips))
 
 
 # --quantize values and the configs from_pretrained(quantization_config=...) gets for them.
@@ -245,7 +325,7 @@ CASES = [
     ("qwen2", FP8_BLOCKS, None, "cpu"),
     ("qwen2", None, "fp8", "cpu"),
     ("gpt2", None, "bnb-4bit", "cpu"),
-] + [(model, config, None, "h100x8") for model, config in CT_CASES + GPTQ_CASES]
+] + [(model, config, None, "h100x8") for model, config in CT_CASES + GPTQ_CASES + AWQ_CASES]
 
 # Budgets as fractions of the quantized model's size, per simulated machine: all on one GPU,
 # split over three, too little GPU memory (cpu and disk entries in the map).
@@ -311,8 +391,8 @@ def transformers_plan(folder, quantize, device_map, max_memory, machine):
     """from_pretrained's planning steps, without reading weights. Returns a dict with the map or
     the error, the sizes, the swap and the warnings."""
     with open(os.path.join(folder, "config.json")) as f:
-        if (json.load(f).get("quantization_config") or {}).get("quant_method") == "gptq":
-            return gptq_plan(folder, device_map, max_memory)
+        if (json.load(f).get("quantization_config") or {}).get("quant_method") in ("gptq", "awq"):
+            return gptq_awq_plan(folder, device_map, max_memory)
     hf_logging.get_logger("transformers").warning_once.cache_clear()
     handler = Captured()
     root = hf_logging.get_logger("transformers")
@@ -451,7 +531,7 @@ def main():
                     compare(label, expected, run, failures)
                     planned += "error" not in expected
                     refused += "error" in expected
-        for index, (model_name, quantization, phrase) in enumerate(CT_REFUSALS + GPTQ_REFUSALS):
+        for index, (model_name, quantization, phrase) in enumerate(CT_REFUSALS + GPTQ_REFUSALS + AWQ_REFUSALS):
             model_type, overrides = MODELS[model_name]
             folder = os.path.join(tmp, f"refusal{index}")
             config = AutoConfig.for_model(model_type, **overrides)

@@ -148,7 +148,7 @@ bool planned_quantization(const Json& quantization) {
   const auto method = quantization.find("quant_method");
   return method != quantization.end() && method->is_string() &&
          (*method == "bitsandbytes" || *method == "fp8" || *method == "compressed-tensors" ||
-          *method == "gptq");
+          *method == "gptq" || *method == "awq");
 }
 
 }  // namespace
@@ -243,7 +243,8 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
         config.fail(
             "has a quantization_config (quant_method \"" + *method +
             "\"): its quantized modules are not described here (the methods planned here: "
-            "bitsandbytes_4bit, bitsandbytes_8bit, fp8, compressed-tensors, gptq); describe the "
+            "bitsandbytes_4bit, bitsandbytes_8bit, fp8, compressed-tensors, gptq, awq); describe "
+            "the "
             "checkpoint by its "
             "weights (model_from_safetensors)");
       }

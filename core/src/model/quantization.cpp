@@ -22,6 +22,8 @@ const char* to_string(QuantMethod method) {
       return "compressed-tensors";
     case QuantMethod::kGptq:
       return "gptq";
+    case QuantMethod::kAwq:
+      return "awq";
   }
   return "?";
 }
@@ -238,6 +240,56 @@ QuantizationConfig read_gptq(const Reader& r) {
   return config;
 }
 
+// AwqConfig.post_init: the format (the legacy `version` key wins) and backend; bits and
+// group_size are not checked there. The GEMM layout is the one sized here.
+QuantizationConfig read_awq(const Reader& r) {
+  QuantizationConfig config;
+  config.method = QuantMethod::kAwq;
+  config.weight_block_size.reset();
+  Gptq g;
+  if (const Json* bits = r.get("bits")) {
+    if (!bits->is_number_integer()) r.fail("bits must be an integer");
+    g.bits = bits->get<int>();
+  }
+  if (const Json* group = r.get("group_size")) {
+    if (!group->is_number_integer()) r.fail("group_size must be an integer");
+    g.group_size = group->get<int64_t>();
+  }
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+  };
+  const std::string format = lower(r.text("version", r.text("format", "gemm")));
+  if (format != "gemm" && format != "gemv" && format != "gemv_fast" && format != "llm-awq") {
+    r.fail("Invalid format '" + format +
+           "'. Must be one of: ['gemm', 'gemv', 'gemv_fast', 'llm-awq']");
+  }
+  if (format != "gemm") {
+    r.fail("format '" + format +
+           "' (GPT-QModel's GEMV layouts) is not planned here; planned: gemm");
+  }
+  static const char* const kBackends[] = {
+      "autoawq",    "auto",       "auto_trainable", "machete",     "marlin",
+      "exllama_v2", "exllama_v1", "gemm",           "gemm_triton", "gemv",
+      "gemv_fast",  "torch_awq",  "torch_fused_awq"};
+  const std::string backend = lower(r.text("backend", "auto"));
+  if (std::find(std::begin(kBackends), std::end(kBackends), backend) == std::end(kBackends)) {
+    r.fail("Invalid backend '" + backend +
+           "'. Must be one of: ['autoawq', 'auto', 'auto_trainable', 'machete', 'marlin', "
+           "'exllama_v2', 'exllama_v1', 'gemm', 'gemm_triton', 'gemv', 'gemv_fast', 'torch_awq', "
+           "'torch_fused_awq']");
+  }
+  if (g.bits < 1 || g.bits > 8 || (g.group_size <= 0 && g.group_size != -1)) {
+    r.fail("bits " + std::to_string(g.bits) + " with group_size " + std::to_string(g.group_size) +
+           ": GPT-QModel's AWQ kernels take 1 to 8 bits and a positive group_size or -1");
+  }
+  config.modules_to_not_convert =
+      r.names("modules_to_not_convert", "modules_to_not_convert must be a list of strings");
+  config.gptq = g;
+  return config;
+}
+
 }  // namespace
 
 std::optional<QuantizationConfig> read_quantization_config(const Json& quantization,
@@ -250,6 +302,7 @@ std::optional<QuantizationConfig> read_quantization_config(const Json& quantizat
   if (method == "fp8") config = read_fp8(r);
   if (method == "compressed-tensors") config = read_compressed_tensors(quantization, what);
   if (method == "gptq") config = read_gptq(r);
+  if (method == "awq") config = read_awq(r);
   if (config) config->pre_quantized = true;
   return config;
 }
@@ -270,6 +323,8 @@ void quantize_on_load(ModelDescription& model, const QuantizationConfig& from_ar
         return "CompressedTensorsConfig";
       case QuantMethod::kGptq:
         return "GPTQConfig";
+      case QuantMethod::kAwq:
+        return "AwqConfig";
       default:
         return "BitsAndBytesConfig";
     }

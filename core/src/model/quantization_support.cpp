@@ -138,6 +138,7 @@ Verdict awq(const QuantDevice& device, const QuantMachine& machine) {
   // AwqQuantizer.update_dtype: bfloat16 becomes float16 where torch.cuda or torch.xpu is there.
   if (machine.cuda || machine.xpu) v.why += "; bfloat16 becomes float16 on this machine";
   v.needs = "gptqmodel";
+  v.planned = true;  // its GEMM format
   return v;
 }
 

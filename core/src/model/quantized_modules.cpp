@@ -216,6 +216,8 @@ struct Swapper {
       case QuantMethod::kFp8:
         if (ends_with(name, ".experts")) return swap_fp8_experts(module, config, model);
         return swap_fp8_linear(module, config);
+      case QuantMethod::kAwq:
+        return swap_awq(module, *config.gptq);
       case QuantMethod::kCompressedTensors:
       case QuantMethod::kGptq:
         return false;  // apply_compressed_tensors, apply_gptq: on the whole model
@@ -271,9 +273,11 @@ std::vector<std::string> modules_to_not_convert(const ModelDescription& model,
                                                 const QuantizationConfig& config,
                                                 const std::vector<std::string>& offloaded) {
   std::set<std::string> out;
-  if (!config.modules_to_not_convert) {
+  // AWQ adds the defaults whatever it is given (add_default_skips=True).
+  if (!config.modules_to_not_convert || config.method == QuantMethod::kAwq) {
     for (const std::string& name : default_skips(model)) out.insert(name);
-  } else {
+  }
+  if (config.modules_to_not_convert) {
     out.insert(config.modules_to_not_convert->begin(), config.modules_to_not_convert->end());
   }
   out.insert(model.keep_in_fp32_modules.begin(), model.keep_in_fp32_modules.end());
@@ -312,12 +316,23 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
     case QuantMethod::kFp8:
       out.replaced_with = "FP8Linear";
       break;
+    case QuantMethod::kAwq:
+      out.replaced_with = "AwqQuantLinear";
+      break;
     case QuantMethod::kCompressedTensors:
     case QuantMethod::kGptq:
       break;
   }
   if (config.method == QuantMethod::kFp8 && config.dequantize) return out;
   Swapper{model, config, out.not_converted, out}.visit(out.model.root, "");
+  if (config.method == QuantMethod::kAwq) {
+    if (out.replaced == 0) {  // replace_with_awq_linear's own failure
+      throw InvalidArgument(
+          "awq: cannot access local variable 'has_been_replaced' where it is not associated with "
+          "a value (transformers' UnboundLocalError: the model has no nn.Linear to quantize)");
+    }
+    add_awq_activation_scales(out.model, dtype);
+  }
   return out;
 }
 

@@ -38,6 +38,12 @@ int64_t apply_compressed_tensors(ModelDescription& model, const CompressedTensor
 // GPT-QModel's packed tensors. Returns how many; throws InvalidArgument where optimum raises.
 int64_t apply_gptq(ModelDescription& model, const Gptq& config);
 
+// AWQ: `module` (an nn.Linear or subclass) as GPT-QModel's AWQ QuantLinear in the GEMM layout;
+// false for other modules.
+bool swap_awq(Module& module, const Gptq& config);
+// replace_quantization_scales: the ScaledActivation scales of the architectures that have them.
+void add_awq_activation_scales(ModelDescription& model, DType dtype);
+
 struct SwappedModel {
   ModelDescription model;     // the quantized meta model, parameters in the main dtype
   int64_t replaced = 0;       // modules swapped

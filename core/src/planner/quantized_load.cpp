@@ -130,6 +130,7 @@ void check_quantized_map(const QuantizationConfig& config,
       return;
     case QuantMethod::kCompressedTensors:
     case QuantMethod::kGptq:
+    case QuantMethod::kAwq:
       return;  // no device_map checks
   }
 }

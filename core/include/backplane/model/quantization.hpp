@@ -21,9 +21,16 @@
 namespace backplane {
 
 // The methods planned here, by transformers' quant_method names ("bitsandbytes_4bit",
-// "bitsandbytes_8bit", "fp8", "compressed-tensors", "gptq"). Others transformers knows (awq, mxfp4,
-// ...) are refused by name where a config carries them.
-enum class QuantMethod { kBitsAndBytes4bit, kBitsAndBytes8bit, kFp8, kCompressedTensors, kGptq };
+// "bitsandbytes_8bit", "fp8", "compressed-tensors", "gptq", "awq"). Others transformers knows
+// (mxfp4, ...) are refused by name where a config carries them.
+enum class QuantMethod {
+  kBitsAndBytes4bit,
+  kBitsAndBytes8bit,
+  kFp8,
+  kCompressedTensors,
+  kGptq,
+  kAwq,
+};
 
 BACKPLANE_API const char* to_string(QuantMethod method);
 
@@ -63,6 +70,7 @@ struct CompressedTensors {
 
 // GPTQConfig of a pre-quantized checkpoint: which layers optimum's convert_model replaces with
 // GPT-QModel's QuantLinear, and their packing.
+// (AwqConfig shares bits and group_size: its GEMM layout.)
 struct Gptq {
   int bits = 4;
   int64_t group_size = 128;  // -1: one group per input column set (in_features)
@@ -77,8 +85,9 @@ struct QuantizationConfig {
   // A checkpoint that is already quantized (its config.json carries the config), as opposed to
   // from_pretrained(quantization_config=...) on full-precision weights.
   bool pre_quantized = false;
-  // llm_int8_skip_modules (bitsandbytes) / modules_to_not_convert (fp8): given, they replace the
-  // default skips (tied weights, the last parameter's module, the output embeddings).
+  // llm_int8_skip_modules (bitsandbytes) / modules_to_not_convert (fp8, awq): given, they replace
+  // the default skips (tied weights, the last parameter's module, the output embeddings); awq adds
+  // them to the defaults.
   std::optional<std::vector<std::string>> modules_to_not_convert;
   // bitsandbytes' llm_int8_enable_fp32_cpu_offload: modules a given map puts on cpu or disk stay
   // unquantized, and a map with cpu or disk entries is accepted.
