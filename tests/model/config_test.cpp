@@ -359,8 +359,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "The `layer_types` entries must be in ('full_attention', 'sliding_attention', "},
         Refused{R"({"model_type": "llama", "num_hidden_layers": 1, "layer_types": ["nope"]})",
                 "'linear_attention') but got ['nope']"},
-        Refused{R"({"model_type": "qwen3", "quantization_config": {"quant_method": "mxfp4"}})",
-                "has a quantization_config (quant_method \"mxfp4\"): its quantized modules are "
+        Refused{R"({"model_type": "qwen3", "quantization_config": {"quant_method": "hqq"}})",
+                "has a quantization_config (quant_method \"hqq\"): its quantized modules are "
                 "not described here"},
         // transformers' own refusals of a quantization_config (AutoQuantizationConfig.from_dict,
         // BitsAndBytesConfig).

@@ -498,7 +498,7 @@ TEST(Safetensors, WeightsThatDoNotFitTheConfigAreRefused) {
   EXPECT_EQ(fp8.quantization->method, backplane::QuantMethod::kFp8);
   EXPECT_TRUE(fp8.quantization->pre_quantized);
   std::ofstream(folder.path() / "config.json")
-      << std::string(kConfig) + R"(, "quantization_config": {"quant_method": "mxfp4"}})";
+      << std::string(kConfig) + R"(, "quantization_config": {"quant_method": "hqq"}})";
   EXPECT_FALSE(backplane::model_from_safetensors(folder.path()).from_config);
   // A broken config of a supported one is not.
   std::ofstream(folder.path() / "config.json") << R"({"model_type": "llama", "hidden_size": -1})";

@@ -69,6 +69,10 @@ MODELS = {
                             "dtype": "bfloat16"}),
     "gpt_neox": ("gpt_neox", {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
                               "num_attention_heads": 4, "vocab_size": 700, "dtype": "float16"}),
+    "gpt_oss": ("gpt_oss", {"hidden_size": 256, "intermediate_size": 256, "num_hidden_layers": 2,
+                            "num_local_experts": 4, "num_experts_per_tok": 2,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                            "vocab_size": 500, "dtype": "bfloat16"}),
     "qwen2": ("qwen2", {"hidden_size": 256, "intermediate_size": 704, "num_hidden_layers": 4,
                         "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1200,
                         "tie_word_embeddings": True, "dtype": "bfloat16"}),
@@ -287,6 +291,37 @@ def awq_convert(model, q):
     return replaced, sorted(set(skips))
 
 
+# MXFP4 (gpt-oss) checkpoints, through transformers' own Mxfp4HfQuantizer. It needs triton and the
+# kernels package (0.18.2 or later, which PyPI lacks) and downloads its Triton kernels from the
+# Hub before planning: the check tells it both are there and stubs the download, as hwprobe
+# assumes them installed (and says so in a note); torch's accelerator is the simulated machine's.
+MXFP4_SKIPS = {"quant_method": "mxfp4", "modules_to_not_convert": [
+    "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+MXFP4_CASES = [("gpt_oss", MXFP4_SKIPS, "h100x8"), ("gpt_oss", {"quant_method": "mxfp4"}, "a10g"),
+               ("gpt_oss", MXFP4_SKIPS, "v100"), ("gpt_oss", MXFP4_SKIPS, "cpu"),
+               ("gpt_oss", dict(MXFP4_SKIPS, modules_to_not_convert=["model.layers.1.mlp.experts"]),
+                "h100x8")]
+
+
+@contextlib.contextmanager
+def mxfp4_environment(machine):
+    import transformers.integrations.hub_kernels as hub_kernels
+    import transformers.quantizers.quantizer_mxfp4 as quantizer_mxfp4
+
+    saved = (torch.accelerator.current_accelerator, hub_kernels.get_kernel,
+             quantizer_mxfp4.is_triton_available, quantizer_mxfp4.is_kernels_available)
+    gpu = SIMULATED[machine]["cuda"] is not None
+    torch.accelerator.current_accelerator = lambda *a, **k: torch.device("cuda") if gpu else None
+    hub_kernels.get_kernel = lambda *a, **k: None
+    quantizer_mxfp4.is_triton_available = lambda *a, **k: True
+    quantizer_mxfp4.is_kernels_available = lambda *a, **k: True
+    try:
+        yield
+    finally:
+        (torch.accelerator.current_accelerator, hub_kernels.get_kernel,
+         quantizer_mxfp4.is_triton_available, quantizer_mxfp4.is_kernels_available) = saved
+
+
 # --quantize values and the configs from_pretrained(quantization_config=...) gets for them.
 ON_LOAD = {
     "bnb-4bit": lambda: BitsAndBytesConfig(load_in_4bit=True),
@@ -325,7 +360,8 @@ CASES = [
     ("qwen2", FP8_BLOCKS, None, "cpu"),
     ("qwen2", None, "fp8", "cpu"),
     ("gpt2", None, "bnb-4bit", "cpu"),
-] + [(model, config, None, "h100x8") for model, config in CT_CASES + GPTQ_CASES + AWQ_CASES]
+] + [(model, config, None, "h100x8") for model, config in CT_CASES + GPTQ_CASES + AWQ_CASES] + [
+    (model, config, None, machine) for model, config, machine in MXFP4_CASES]
 
 # Budgets as fractions of the quantized model's size, per simulated machine: all on one GPU,
 # split over three, too little GPU memory (cpu and disk entries in the map).
@@ -345,6 +381,7 @@ DICT_MAPS = [
 
 SIMULATED = {
     "h100x8": {"cuda": (9, 0), "devices": 8},
+    "v100": {"cuda": (7, 0), "devices": 1},
     "a10g": {"cuda": (8, 6), "devices": 1},
     "cpu": {"cuda": None, "devices": 0},
 }
@@ -353,6 +390,10 @@ TOPOLOGIES = {
         "type": "cuda", "vendor": "nvidia", "name": "NVIDIA A10G", "memory": "23028MiB",
         "compute_capability": "8.6", "uuid": "GPU-00000000-0000-0000-0000-00000000a10g",
         "pci_bus_id": "0000:00:1e.0", "multiprocessors": 80, "clock_mhz": 1710}]},
+    "v100": {"name": "1x Tesla V100", "devices": [{
+        "type": "cuda", "vendor": "nvidia", "name": "Tesla V100-SXM2-16GB", "memory": "16160MiB",
+        "compute_capability": "7.0", "uuid": "GPU-00000000-0000-0000-0000-00000000v100",
+        "pci_bus_id": "0000:00:1e.0", "multiprocessors": 80, "clock_mhz": 1530}]},
     "cpu": {"name": "CPU only", "devices": []},
 }
 
@@ -399,7 +440,11 @@ def transformers_plan(folder, quantize, device_map, max_memory, machine):
     root.addHandler(handler)
     out = {}
     try:
-        with simulated_cuda(machine), warnings.catch_warnings(record=True) as caught:
+        mxfp4 = contextlib.nullcontext()
+        with open(os.path.join(folder, "config.json")) as f:
+            if (json.load(f).get("quantization_config") or {}).get("quant_method") == "mxfp4":
+                mxfp4 = mxfp4_environment(machine)
+        with simulated_cuda(machine), mxfp4, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             config = AutoConfig.from_pretrained(folder)
             model_class = AutoModelForCausalLM._model_mapping[type(config)]
@@ -414,7 +459,7 @@ def transformers_plan(folder, quantize, device_map, max_memory, machine):
             out["model_size"] = tia.compute_module_sizes(model, hf_quantizer)[0][""]
             q = hf_quantizer.quantization_config
             out["dequantized"] = bool(getattr(q, "dequantize", False))
-            replaced = {"Linear4bit", "Linear8bitLt", "FP8Linear", "FP8Experts"}
+            replaced = {"Linear4bit", "Linear8bitLt", "FP8Linear", "FP8Experts", "Mxfp4GptOssMLP"}
             # compressed-tensors keeps the classes and gives each quantized module its scheme.
             out["replaced"] = sum(type(m).__name__ in replaced
                                   or getattr(m, "quantization_scheme", None) is not None
@@ -479,8 +524,10 @@ def compare(label, expected, run, failures):
         if want != have:
             failures.append(f"{label}: {what}: transformers {want}, hwprobe {have}")
     # Every warning transformers gives about the quantizer hwprobe gives too, in its words.
-    for message in expected["warnings"] + [m for m in expected["logged"] if "FP8" in m or "fp8" in m]:
-        if message.strip() not in run.stderr and message.strip() not in json.dumps(got):
+    for message in expected["warnings"] + [m for m in expected["logged"]
+                                           if "FP8" in m or "fp8" in m or "MXFP4" in m]:
+        said = [run.stderr] + got.get("load_warnings", []) + got.get("warnings", [])
+        if not any(message.strip() in text for text in said):
             failures.append(f"{label}: transformers warns {message!r}; hwprobe does not "
                             f"(stderr {run.stderr.strip()!r})")
 

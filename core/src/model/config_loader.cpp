@@ -148,7 +148,7 @@ bool planned_quantization(const Json& quantization) {
   const auto method = quantization.find("quant_method");
   return method != quantization.end() && method->is_string() &&
          (*method == "bitsandbytes" || *method == "fp8" || *method == "compressed-tensors" ||
-          *method == "gptq" || *method == "awq");
+          *method == "gptq" || *method == "awq" || *method == "mxfp4");
 }
 
 }  // namespace
@@ -240,13 +240,13 @@ ModelDescription build_from_config(const Json& json, const std::string& what,
     if (method) {
       quantization = read_quantization_config(given, *method, what);
       if (!quantization) {
-        config.fail(
-            "has a quantization_config (quant_method \"" + *method +
-            "\"): its quantized modules are not described here (the methods planned here: "
-            "bitsandbytes_4bit, bitsandbytes_8bit, fp8, compressed-tensors, gptq, awq); describe "
-            "the "
-            "checkpoint by its "
-            "weights (model_from_safetensors)");
+        config.fail("has a quantization_config (quant_method \"" + *method +
+                    "\"): its quantized modules are not described here (the methods planned here: "
+                    "bitsandbytes_4bit, bitsandbytes_8bit, fp8, compressed-tensors, gptq, awq, "
+                    "mxfp4); describe "
+                    "the "
+                    "checkpoint by its "
+                    "weights (model_from_safetensors)");
       }
     }
   }

@@ -24,6 +24,8 @@ const char* to_string(QuantMethod method) {
       return "gptq";
     case QuantMethod::kAwq:
       return "awq";
+    case QuantMethod::kMxfp4:
+      return "mxfp4";
   }
   return "?";
 }
@@ -290,6 +292,17 @@ QuantizationConfig read_awq(const Reader& r) {
   return config;
 }
 
+// Mxfp4Config: a skip list and dequantize, nothing checked.
+QuantizationConfig read_mxfp4(const Reader& r) {
+  QuantizationConfig config;
+  config.method = QuantMethod::kMxfp4;
+  config.weight_block_size.reset();
+  config.modules_to_not_convert =
+      r.names("modules_to_not_convert", "modules_to_not_convert must be a list of strings");
+  config.dequantize = r.flag("dequantize", false);
+  return config;
+}
+
 }  // namespace
 
 std::optional<QuantizationConfig> read_quantization_config(const Json& quantization,
@@ -303,6 +316,7 @@ std::optional<QuantizationConfig> read_quantization_config(const Json& quantizat
   if (method == "compressed-tensors") config = read_compressed_tensors(quantization, what);
   if (method == "gptq") config = read_gptq(r);
   if (method == "awq") config = read_awq(r);
+  if (method == "mxfp4") config = read_mxfp4(r);
   if (config) config->pre_quantized = true;
   return config;
 }
@@ -325,6 +339,8 @@ void quantize_on_load(ModelDescription& model, const QuantizationConfig& from_ar
         return "GPTQConfig";
       case QuantMethod::kAwq:
         return "AwqConfig";
+      case QuantMethod::kMxfp4:
+        return "Mxfp4Config";
       default:
         return "BitsAndBytesConfig";
     }

@@ -189,6 +189,7 @@ Verdict mxfp4(const QuantDevice& device, const QuantMachine& machine) {
     v.why = "on cpu transformers dequantizes (bf16) unless use_kernels=True";
   }
   v.why = prefix + v.why;
+  v.planned = true;  // a gpt-oss checkpoint's experts
   return v;
 }
 

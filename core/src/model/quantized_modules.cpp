@@ -196,6 +196,36 @@ bool swap_fp8_experts(Module& module, const QuantizationConfig& config, const Mo
   return true;
 }
 
+// Mxfp4GptOssExperts: the experts of a GptOssMLP as packed FP4 bytes (two a byte) and float32
+// biases; the checkpoint's scales have no tensor on the meta model.
+bool swap_mxfp4_experts(Module& mlp) {
+  if (mlp.class_name != "GptOssMLP") return false;
+  for (Module& child : mlp.children) {
+    if (child.name != "experts") continue;
+    // The dense GptOssExperts: gate_up_proj (E, H, 2I), down_proj (E, I, H).
+    const TensorInfo* gate_up = find_tensor(child, "gate_up_proj");
+    const TensorInfo* down = find_tensor(child, "down_proj");
+    if (gate_up == nullptr || down == nullptr || gate_up->shape.size() != 3 ||
+        down->shape.size() != 3) {
+      throw InvalidArgument("mxfp4: the experts of class " + child.class_name +
+                            " have no 3-dimensional gate_up_proj and down_proj to size "
+                            "Mxfp4GptOssExperts from");
+    }
+    const int64_t e = gate_up->shape[0];
+    const int64_t h = gate_up->shape[1];
+    const int64_t i = down->shape[1];
+    child.tensors = {tensor("gate_up_proj", {e, 2 * i, h / 2}, DType::kUInt8),
+                     tensor("gate_up_proj_bias", {e, 2 * i}, DType::kFloat32),
+                     tensor("down_proj", {e, h, i / 2}, DType::kUInt8),
+                     tensor("down_proj_bias", {e, h}, DType::kFloat32)};
+    child.children.clear();
+    child.class_name = "Mxfp4GptOssExperts";
+    mlp.class_name = "Mxfp4GptOssMLP";
+    return true;
+  }
+  return false;
+}
+
 struct Swapper {
   const ModelDescription& model;
   const QuantizationConfig& config;
@@ -203,7 +233,9 @@ struct Swapper {
   SwappedModel& out;
 
   void visit(Module& module, const std::string& name) {
-    if (!name.empty() && should_convert_module(name, skip) && swap(module, name)) ++out.replaced;
+    // MXFP4 asks about "<mlp>.experts" and swaps the whole MLP.
+    const std::string asked = config.method == QuantMethod::kMxfp4 ? name + ".experts" : name;
+    if (!name.empty() && should_convert_module(asked, skip) && swap(module, name)) ++out.replaced;
     for (Module& child : module.children) visit(child, join(name, child.name));
   }
 
@@ -218,6 +250,8 @@ struct Swapper {
         return swap_fp8_linear(module, config);
       case QuantMethod::kAwq:
         return swap_awq(module, *config.gptq);
+      case QuantMethod::kMxfp4:
+        return swap_mxfp4_experts(module);
       case QuantMethod::kCompressedTensors:
       case QuantMethod::kGptq:
         return false;  // apply_compressed_tensors, apply_gptq: on the whole model
@@ -319,11 +353,17 @@ SwappedModel swap_quantized_modules(const ModelDescription& model, const Quantiz
     case QuantMethod::kAwq:
       out.replaced_with = "AwqQuantLinear";
       break;
+    case QuantMethod::kMxfp4:
+      out.replaced_with = "Mxfp4GptOssMLP";
+      break;
     case QuantMethod::kCompressedTensors:
     case QuantMethod::kGptq:
       break;
   }
-  if (config.method == QuantMethod::kFp8 && config.dequantize) return out;
+  if ((config.method == QuantMethod::kFp8 || config.method == QuantMethod::kMxfp4) &&
+      config.dequantize) {
+    return out;
+  }
   Swapper{model, config, out.not_converted, out}.visit(out.model.root, "");
   if (config.method == QuantMethod::kAwq) {
     if (out.replaced == 0) {  // replace_with_awq_linear's own failure

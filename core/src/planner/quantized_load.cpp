@@ -42,6 +42,11 @@ const char* const kFp8Offload =
     "This is not supported when the model is quantized on the fly. Please use a quantized "
     "checkpoint or remove the cpu/disk device from the device_map.";
 
+const char* const kMxfp4Disk =
+    "You are attempting to load an FP4 model with a device_map that contains a disk device.This is "
+    "not supported when the model is quantized on the fly. Please use a quantized checkpoint or "
+    "remove the disk device from the device_map.";
+
 bool cuda_like(const std::string& type) {
   return type == "cuda" || type == "rocm";
 }
@@ -109,6 +114,55 @@ void check_fp8_environment(const PlanHardware& hardware, QuantizedLoad& load) {
   }
 }
 
+// Mxfp4HfQuantizer.validate_environment and its preprocess, by the verdict hwprobe quant shows,
+// for a checkpoint (the only way a config here carries MXFP4). Where it runs, transformers also
+// needs triton and the kernels package; this plan assumes they are installed.
+void check_mxfp4_environment(const PlanHardware& hardware, QuantizedLoad& load) {
+  QuantizationConfig& config = load.config;
+  const QuantMachine machine = machine_of(hardware);
+  const QuantDevice where = machine.accelerator.value_or(QuantDevice{"cpu", std::nullopt, "cpu"});
+  QuantLoad verdict = QuantLoad::kLoads;
+  for (const QuantMethodSupport& s : quantization_support(where, machine)) {
+    if (s.method == "mxfp4") verdict = config.pre_quantized ? s.pre_quantized : s.on_load;
+  }
+  switch (verdict) {
+    case QuantLoad::kLoads:
+      load.notes.push_back(
+          "MXFP4 runs here only with triton (3.4 or later on CUDA, 3.5 on XPU) and the kernels "
+          "package (0.18.2 up to 0.19) installed where transformers runs; without them it loads "
+          "the checkpoint dequantized, and this plan assumes they are there");
+      return;
+    case QuantLoad::kDequantized:
+      if (where.type == "cpu") {
+        load.warnings.push_back(
+            "MXFP4 inference on CPU requires use_kernels=True, but use_kernels is disabled. We "
+            "will dequantize the model to bf16. To run MXFP4 natively on CPU, please set "
+            "use_kernels=True.");
+      } else if (cuda_like(where.type) || where.type == "xpu") {
+        load.warnings.push_back(
+            "MXFP4 quantization is only supported on GPUs with compute capability >= 7.5 (e.g T4, "
+            "A100, L4, H100, or B200) or XPUs (e.g Intel\u00ae Data Center GPU Max Series). We "
+            "will default to dequantizing the model to bf16.");
+      } else {
+        load.warnings.push_back(
+            "Using MXFP4 quantized models requires model on cuda/xpu/cpu, but "
+            "found " +
+            where.type +
+            ", we will default to dequantizing the model to bf16. To use "
+            "mxfp4, please disable the current accelerator.");
+      }
+      config.dequantize = true;
+      return;
+    case QuantLoad::kRefused:
+    case QuantLoad::kUnknown:
+    case QuantLoad::kUnsupported:
+      load.notes.push_back(where.name +
+                           " does not say its compute capability: this plan assumes 7.5 or more, "
+                           "where transformers runs MXFP4 (under 7.5 it dequantizes instead)");
+      return;
+  }
+}
+
 }  // namespace
 
 void check_quantized_map(const QuantizationConfig& config,
@@ -126,6 +180,11 @@ void check_quantized_map(const QuantizationConfig& config,
     case QuantMethod::kFp8:
       if (!config.dequantize && !config.pre_quantized && map.size() > 1 && offloads) {
         throw InvalidArgument(std::string("quantization_config: ") + kFp8Offload);
+      }
+      return;
+    case QuantMethod::kMxfp4:
+      if (!config.dequantize && !config.pre_quantized && strings && values.count("disk") > 0) {
+        throw InvalidArgument(std::string("quantization_config: ") + kMxfp4Disk);
       }
       return;
     case QuantMethod::kCompressedTensors:
@@ -148,6 +207,9 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
   QuantizationConfig& config = load.config;
   if (config.method == QuantMethod::kFp8 && !config.dequantize) {
     check_fp8_environment(hardware, load);
+  }
+  if (config.method == QuantMethod::kMxfp4 && !config.dequantize) {
+    check_mxfp4_environment(hardware, load);
   }
   // The first validate_environment sees the map as given: a dict is checked now, a strategy
   // after planning.
@@ -180,6 +242,12 @@ QuantizedLoad prepare_quantized_load(const ModelDescription& model, const PlanSt
         "a 4-bit weight has an odd number of elements: transformers counts its half byte, this "
         "plan rounds it up to a whole byte, so a budget within a byte of a module's size can "
         "place it differently");
+  }
+  if (config.method == QuantMethod::kMxfp4 && !config.dequantize && swapped.replaced == 0) {
+    load.warnings.push_back(
+        "You are loading your model using mixed-precision FP4 quantization but no linear modules "
+        "were found in your model. Please double check your model architecture, or submit an "
+        "issue on github if you think this is a bug.");
   }
   if (config.method == QuantMethod::kFp8 && !config.dequantize && swapped.replaced == 0) {
     load.warnings.push_back(

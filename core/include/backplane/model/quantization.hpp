@@ -21,8 +21,8 @@
 namespace backplane {
 
 // The methods planned here, by transformers' quant_method names ("bitsandbytes_4bit",
-// "bitsandbytes_8bit", "fp8", "compressed-tensors", "gptq", "awq"). Others transformers knows
-// (mxfp4, ...) are refused by name where a config carries them.
+// "bitsandbytes_8bit", "fp8", "compressed-tensors", "gptq", "awq", "mxfp4"). Others transformers
+// knows (hqq, torchao, ...) are refused by name where a config carries them.
 enum class QuantMethod {
   kBitsAndBytes4bit,
   kBitsAndBytes8bit,
@@ -30,6 +30,7 @@ enum class QuantMethod {
   kCompressedTensors,
   kGptq,
   kAwq,
+  kMxfp4,
 };
 
 BACKPLANE_API const char* to_string(QuantMethod method);
