@@ -10,19 +10,6 @@
 namespace backplane::quantization {
 namespace {
 
-int64_t cdiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-TensorInfo tensor(std::string name, std::vector<int64_t> shape, DType dtype) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.explicit_dtype = true;
-  return t;
-}
-
 bool linear_class(const std::string& class_name) {
   for (const auto& c : model_detail::quantization_rules().at("linear_classes")) {
     if (c.get<std::string>() == class_name) return true;
@@ -62,7 +49,7 @@ void scale_activations(Module& module, const ScaledAct& mapping, DType dtype) {
   }
   for (Module& child : module.children) {
     if (before != nullptr && child.name == mapping.act) {
-      child.tensors.push_back(tensor("scales", {out_features(*before)}, dtype));
+      child.tensors.push_back(own_dtype_tensor("scales", {out_features(*before)}, dtype));
       child.class_name = "ScaledActivation";
     }
     scale_activations(child, mapping, dtype);
@@ -83,13 +70,13 @@ bool swap_awq(Module& module, const Gptq& config) {
   const int64_t out = weight->shape[0];
   const int64_t in = weight->shape[1];
   const int64_t group = config.group_size == -1 ? in : config.group_size;
-  const int64_t packed = cdiv(out * config.bits, 32);
+  const int64_t packed = ceil_div(out * config.bits, 32);
   std::vector<TensorInfo> tensors = {
-      tensor("qweight", {in, packed}, DType::kInt32),
-      tensor("qzeros", {cdiv(in, group), packed}, DType::kInt32),
-      tensor("scales", {cdiv(in, group), out}, DType::kFloat16),
+      own_dtype_tensor("qweight", {in, packed}, DType::kInt32),
+      own_dtype_tensor("qzeros", {ceil_div(in, group), packed}, DType::kInt32),
+      own_dtype_tensor("scales", {ceil_div(in, group), out}, DType::kFloat16),
   };
-  if (bias) tensors.push_back(tensor("bias", {out}, DType::kFloat16));
+  if (bias) tensors.push_back(own_dtype_tensor("bias", {out}, DType::kFloat16));
   module.tensors = std::move(tensors);
   module.class_name = "AwqQuantLinear";
   return true;

@@ -14,10 +14,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-int64_t cdiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 bool listed(const char* key, const std::string& class_name) {
   for (const auto& c : model_detail::quantization_rules().at(key)) {
     if (c.get<std::string>() == class_name) return true;
@@ -89,21 +85,13 @@ DType dtype_named(const std::string& name) {
   return parse_dtype(name);
 }
 
-TensorInfo param(std::string name, Shape shape, DType dtype) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.explicit_dtype = true;
-  return t;
-}
-
 // initialize_qparams for one of input (observed (in,)), weight ((out, in)), output ((out,)).
 void add_qparams(const char* base, const CompressedArgs& a, const Shape& observed, DType scale,
                  bool force_zero_point, std::vector<TensorInfo>& out) {
   if (a.dynamic) return;
   const std::string b = base;
-  if (a.strategy == "tensor_group") out.push_back(param(b + "_global_scale", {1}, DType::kFloat32));
+  if (a.strategy == "tensor_group")
+    out.push_back(own_dtype_tensor(b + "_global_scale", {1}, DType::kFloat32));
   if (a.dynamic_local) return;
   Shape shape;
   if (a.strategy == "tensor") {
@@ -116,16 +104,16 @@ void add_qparams(const char* base, const CompressedArgs& a, const Shape& observe
     shape = {observed[0], 1};
   } else if (a.strategy == "group" || a.strategy == "tensor_group") {
     shape = observed;
-    shape.back() = cdiv(observed.back(), a.group_size);
+    shape.back() = ceil_div(observed.back(), a.group_size);
   } else if (a.strategy == "block") {
-    shape = {cdiv(observed[0], a.block[0]), cdiv(observed[1], a.block[1])};
+    shape = {ceil_div(observed[0], a.block[0]), ceil_div(observed[1], a.block[1])};
   } else {
     throw InvalidArgument("compressed-tensors: a static " + a.strategy +
                           " scale is not planned here");
   }
-  out.push_back(param(b + "_scale", shape, scale));
+  out.push_back(own_dtype_tensor(b + "_scale", shape, scale));
   if (force_zero_point || !a.symmetric)
-    out.push_back(param(b + "_zero_point", shape, dtype_named(a.zp_dtype)));
+    out.push_back(own_dtype_tensor(b + "_zero_point", shape, dtype_named(a.zp_dtype)));
 }
 
 // format.py's inference, for a scheme without its own format.
@@ -184,8 +172,9 @@ void compress(const std::string& format, const CompressedArgs& w, int64_t out, i
   if (format == "dense") return;
   if (format == "pack-quantized") {
     erase("weight");
-    tensors.push_back(param("weight_packed", {out, cdiv(in * w.num_bits, 32)}, DType::kInt32));
-    tensors.push_back(param("weight_shape", {2}, DType::kInt64));
+    tensors.push_back(
+        own_dtype_tensor("weight_packed", {out, ceil_div(in * w.num_bits, 32)}, DType::kInt32));
+    tensors.push_back(own_dtype_tensor("weight_shape", {2}, DType::kInt64));
   } else if (format == "naive-quantized" || format == "int-quantized" ||
              format == "float-quantized") {
     if (w.strategy == "group" || w.strategy == "tensor_group") check_groups(w, in, w.group_size);
@@ -200,7 +189,7 @@ void compress(const std::string& format, const CompressedArgs& w, int64_t out, i
   } else if (format == "nvfp4-pack-quantized" || format == "mxfp4-pack-quantized") {
     even();
     erase("weight");
-    tensors.push_back(param("weight_packed", {out, in / 2}, DType::kUInt8));
+    tensors.push_back(own_dtype_tensor("weight_packed", {out, in / 2}, DType::kUInt8));
     scale = find(tensors, "weight_scale");
     scale_as(format == "nvfp4-pack-quantized" ? "float8_e4m3fn" : "uint8");
   } else if (format == "mxfp6-pack-quantized") {
@@ -210,7 +199,7 @@ void compress(const std::string& format, const CompressedArgs& w, int64_t out, i
           "compressed-tensors: tensor must have a multiple of 4 columns for fp6 packing");
     }
     erase("weight");
-    tensors.push_back(param("weight_packed", {out, 3 * in / 4}, DType::kUInt8));
+    tensors.push_back(own_dtype_tensor("weight_packed", {out, 3 * in / 4}, DType::kUInt8));
     scale = find(tensors, "weight_scale");
     if (scale != nullptr) scale->dtype = DType::kUInt8;
   } else if (format == "mxfp8-quantized") {

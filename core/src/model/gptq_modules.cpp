@@ -25,24 +25,6 @@ bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-int64_t cdiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-TensorInfo tensor(std::string name, std::vector<int64_t> shape, DType dtype) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.explicit_dtype = true;
-  return t;
-}
-
 struct Replacer {
   const Gptq& config;
   const std::string& prefix;
@@ -88,12 +70,12 @@ struct Replacer {
     const int64_t group = config.group_size == -1 ? in : config.group_size;
     const int64_t b = config.bits;
     std::vector<TensorInfo> tensors = {
-        tensor("qweight", {cdiv(in * b, 32), out}, DType::kInt32),
-        tensor("qzeros", {cdiv(in, group), cdiv(out * b, 32)}, DType::kInt32),
-        tensor("scales", {cdiv(in, group), out}, DType::kFloat16),
-        tensor("g_idx", {in}, DType::kInt32),
+        own_dtype_tensor("qweight", {ceil_div(in * b, 32), out}, DType::kInt32),
+        own_dtype_tensor("qzeros", {ceil_div(in, group), ceil_div(out * b, 32)}, DType::kInt32),
+        own_dtype_tensor("scales", {ceil_div(in, group), out}, DType::kFloat16),
+        own_dtype_tensor("g_idx", {in}, DType::kInt32),
     };
-    if (bias) tensors.push_back(tensor("bias", {out}, DType::kFloat16));
+    if (bias) tensors.push_back(own_dtype_tensor("bias", {out}, DType::kFloat16));
     module.tensors = std::move(tensors);
     module.class_name = "QuantLinear";
     ++replaced;

@@ -98,6 +98,13 @@ class Reader {
   const std::string& what_;
 };
 
+// Python's str.lower(), as the config classes normalize their names.
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
 // Python's repr of a str: 'x'.
 std::string repr(const std::string& text) {
   return "'" + text + "'";
@@ -138,9 +145,7 @@ QuantizationConfig read_bitsandbytes(const Reader& r, QuantMethod method) {
 QuantizationConfig read_fp8(const Reader& r) {
   QuantizationConfig config;
   config.method = QuantMethod::kFp8;
-  std::string scheme = r.text("activation_scheme", "dynamic");
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string scheme = lower(r.text("activation_scheme", "dynamic"));
   if (scheme != "dynamic" && scheme != "static")
     r.fail("Activation scheme " + scheme + " not supported");
   config.static_activations = scheme == "static";
@@ -214,9 +219,7 @@ QuantizationConfig read_gptq(const Reader& r) {
       r.fail("damp_percent must between 0 and 1.");
     }
   }
-  std::string format = r.text("checkpoint_format", r.text("format", "gptq"));
-  std::transform(format.begin(), format.end(), format.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string format = lower(r.text("checkpoint_format", r.text("format", "gptq")));
   if (format != "gptq" && format != "gptq_v2") {
     r.fail("format '" + format +
            "' is not planned here (GPT-QModel's other layouts); planned: gptq, gptq_v2");
@@ -257,11 +260,6 @@ QuantizationConfig read_awq(const Reader& r) {
     if (!group->is_number_integer()) r.fail("group_size must be an integer");
     g.group_size = group->get<int64_t>();
   }
-  auto lower = [](std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-  };
   const std::string format = lower(r.text("version", r.text("format", "gemm")));
   if (format != "gemm" && format != "gemv" && format != "gemv_fast" && format != "llm-awq") {
     r.fail("Invalid format '" + format +

@@ -24,11 +24,6 @@ std::string strip_weight(const std::string& name) {
   return name;
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The last name named_parameters() yields on the model from_pretrained builds (weights not tied:
 // a tied target is a parameter of its own module there).
 std::string last_parameter(const ModelDescription& model) {
@@ -68,19 +63,6 @@ void retype(Module& module, DType dtype) {
     if (!t.buffer && !t.explicit_dtype && is_floating_point(t.dtype)) t.dtype = dtype;
   }
   for (Module& child : module.children) retype(child, dtype);
-}
-
-TensorInfo tensor(std::string name, std::vector<int64_t> shape, DType dtype) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.shape = std::move(shape);
-  t.dtype = dtype;
-  t.explicit_dtype = true;
-  return t;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
 }
 
 const TensorInfo* find_tensor(const Module& module, const std::string& name) {
@@ -134,12 +116,13 @@ bool swap_fp8_linear(Module& module, const QuantizationConfig& config) {
   const TensorInfo* bias = find_tensor(module, "bias");
   const bool on_the_fly = !config.pre_quantized;
   std::vector<TensorInfo> tensors;
-  add_fp8_tensor(tensors, tensor("weight", {rows, cols}, DType::kFloat8E4M3), on_the_fly);
-  add_fp8_tensor(tensors,
-                 tensor("weight_scale_inv", scale_shape(config, rows, cols), scale_dtype(config)),
-                 on_the_fly);
+  add_fp8_tensor(tensors, own_dtype_tensor("weight", {rows, cols}, DType::kFloat8E4M3), on_the_fly);
+  add_fp8_tensor(
+      tensors,
+      own_dtype_tensor("weight_scale_inv", scale_shape(config, rows, cols), scale_dtype(config)),
+      on_the_fly);
   if (config.static_activations) {
-    add_fp8_tensor(tensors, tensor("activation_scale", {}, DType::kFloat32), on_the_fly);
+    add_fp8_tensor(tensors, own_dtype_tensor("activation_scale", {}, DType::kFloat32), on_the_fly);
   }
   if (bias != nullptr) {
     TensorInfo b = *bias;
@@ -177,17 +160,23 @@ bool swap_fp8_experts(Module& module, const QuantizationConfig& config, const Mo
   std::vector<TensorInfo> tensors;
   const std::string first = gate ? "gate_up_proj" : "up_proj";
   const int64_t first_out = gate ? 2 * i : i;
-  add_fp8_tensor(tensors, tensor(first, {experts, first_out, h}, DType::kFloat8E4M3), on_the_fly);
-  add_fp8_tensor(
-      tensors, tensor(first + "_scale_inv", scale(first_out, h, gate ? 2 : 1), scale_dtype(config)),
-      on_the_fly);
-  add_fp8_tensor(tensors, tensor("down_proj", {experts, h, i}, DType::kFloat8E4M3), on_the_fly);
-  add_fp8_tensor(tensors, tensor("down_proj_scale_inv", scale(h, i, 1), scale_dtype(config)),
+  add_fp8_tensor(tensors, own_dtype_tensor(first, {experts, first_out, h}, DType::kFloat8E4M3),
+                 on_the_fly);
+  add_fp8_tensor(tensors,
+                 own_dtype_tensor(first + "_scale_inv", scale(first_out, h, gate ? 2 : 1),
+                                  scale_dtype(config)),
+                 on_the_fly);
+  add_fp8_tensor(tensors, own_dtype_tensor("down_proj", {experts, h, i}, DType::kFloat8E4M3),
+                 on_the_fly);
+  add_fp8_tensor(tensors,
+                 own_dtype_tensor("down_proj_scale_inv", scale(h, i, 1), scale_dtype(config)),
                  on_the_fly);
   if (config.static_activations) {
-    add_fp8_tensor(tensors, tensor("gate_up_proj_activation_scale", {experts}, DType::kFloat32),
+    add_fp8_tensor(tensors,
+                   own_dtype_tensor("gate_up_proj_activation_scale", {experts}, DType::kFloat32),
                    on_the_fly);
-    add_fp8_tensor(tensors, tensor("down_proj_activation_scale", {experts}, DType::kFloat32),
+    add_fp8_tensor(tensors,
+                   own_dtype_tensor("down_proj_activation_scale", {experts}, DType::kFloat32),
                    on_the_fly);
   }
   module.tensors = std::move(tensors);
@@ -214,10 +203,10 @@ bool swap_mxfp4_experts(Module& mlp) {
     const int64_t e = gate_up->shape[0];
     const int64_t h = gate_up->shape[1];
     const int64_t i = down->shape[1];
-    child.tensors = {tensor("gate_up_proj", {e, 2 * i, h / 2}, DType::kUInt8),
-                     tensor("gate_up_proj_bias", {e, 2 * i}, DType::kFloat32),
-                     tensor("down_proj", {e, h, i / 2}, DType::kUInt8),
-                     tensor("down_proj_bias", {e, h}, DType::kFloat32)};
+    child.tensors = {own_dtype_tensor("gate_up_proj", {e, 2 * i, h / 2}, DType::kUInt8),
+                     own_dtype_tensor("gate_up_proj_bias", {e, 2 * i}, DType::kFloat32),
+                     own_dtype_tensor("down_proj", {e, h, i / 2}, DType::kUInt8),
+                     own_dtype_tensor("down_proj_bias", {e, h}, DType::kFloat32)};
     child.children.clear();
     child.class_name = "Mxfp4GptOssExperts";
     mlp.class_name = "Mxfp4GptOssMLP";

@@ -11,6 +11,25 @@
 
 namespace backplane::quantization {
 
+// A quantizer's tensor: its dtype is its own, whatever the model's dtype.
+inline TensorInfo own_dtype_tensor(std::string name, std::vector<int64_t> shape, DType dtype) {
+  TensorInfo t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.explicit_dtype = true;
+  return t;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+inline bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // should_convert_module: false when a pattern, as a regex from the start, matches up to a module
 // boundary ("layers.1" skips "layers.1.mlp", not "layers.11.mlp"), or the name ends with it.
 // Throws InvalidArgument naming a pattern that is not a valid regular expression.

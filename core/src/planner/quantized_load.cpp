@@ -71,16 +71,27 @@ QuantMachine machine_of(const PlanHardware& hardware) {
   return machine;
 }
 
+// Where from_pretrained runs a model: torch's current accelerator, else the cpu.
+QuantDevice first_device(const QuantMachine& machine) {
+  return machine.accelerator.value_or(QuantDevice{"cpu", std::nullopt, "cpu"});
+}
+
+// hwprobe quant's verdict on `method` there, for a checkpoint or quantizing on load.
+QuantLoad verdict_for(const char* method, const QuantizationConfig& config,
+                      const QuantDevice& where, const QuantMachine& machine) {
+  for (const QuantMethodSupport& s : quantization_support(where, machine)) {
+    if (s.method == method) return config.pre_quantized ? s.pre_quantized : s.on_load;
+  }
+  return QuantLoad::kUnknown;
+}
+
 // FineGrainedFP8HfQuantizer.validate_environment, by the verdict hwprobe quant shows: loads,
 // dequantizes (with transformers' warning) or refuses.
 void check_fp8_environment(const PlanHardware& hardware, QuantizedLoad& load) {
   QuantizationConfig& config = load.config;
   const QuantMachine machine = machine_of(hardware);
-  const QuantDevice where = machine.accelerator.value_or(QuantDevice{"cpu", std::nullopt, "cpu"});
-  QuantLoad verdict = QuantLoad::kLoads;
-  for (const QuantMethodSupport& s : quantization_support(where, machine)) {
-    if (s.method == "fp8") verdict = config.pre_quantized ? s.pre_quantized : s.on_load;
-  }
+  const QuantDevice where = first_device(machine);
+  const QuantLoad verdict = verdict_for("fp8", config, where, machine);
   const bool gpu = machine.cuda.has_value() || machine.xpu;
   switch (verdict) {
     case QuantLoad::kLoads:
@@ -120,11 +131,8 @@ void check_fp8_environment(const PlanHardware& hardware, QuantizedLoad& load) {
 void check_mxfp4_environment(const PlanHardware& hardware, QuantizedLoad& load) {
   QuantizationConfig& config = load.config;
   const QuantMachine machine = machine_of(hardware);
-  const QuantDevice where = machine.accelerator.value_or(QuantDevice{"cpu", std::nullopt, "cpu"});
-  QuantLoad verdict = QuantLoad::kLoads;
-  for (const QuantMethodSupport& s : quantization_support(where, machine)) {
-    if (s.method == "mxfp4") verdict = config.pre_quantized ? s.pre_quantized : s.on_load;
-  }
+  const QuantDevice where = first_device(machine);
+  const QuantLoad verdict = verdict_for("mxfp4", config, where, machine);
   switch (verdict) {
     case QuantLoad::kLoads:
       load.notes.push_back(
