@@ -33,7 +33,8 @@ backplane::ModelDescription llama_70b(int layers) {
 backplane::PlanHardware eight_h100() {
   backplane::PlanHardware hardware;
   hardware.accelerator_type = "cuda";
-  for (int i = 0; i < 8; ++i) hardware.accelerators.push_back({i, 80ull << 30, backplane::ComputeCapability{9, 0}});
+  for (int i = 0; i < 8; ++i)
+    hardware.accelerators.push_back({i, 80ull << 30, backplane::ComputeCapability{9, 0}});
   hardware.cpu_available = 1ull << 40;
   return hardware;
 }

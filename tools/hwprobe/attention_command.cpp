@@ -158,11 +158,8 @@ int run_attention(const std::vector<std::string>& args) {
   const backplane::Runtime runtime = open_runtime(common);
   std::vector<backplane::DeviceInfo> devices;
   try {
-    if (vm.count("device")) {
-      devices.push_back(runtime.device(runtime.parse_device(device_text)));
-    } else {
-      devices = runtime.devices();
-    }
+    devices = chosen_devices(
+        runtime, vm.count("device") ? std::optional<std::string>(device_text) : std::nullopt);
   } catch (const backplane::Error& e) {
     return refuse(e.what());  // a device that is not here is bad input too
   }

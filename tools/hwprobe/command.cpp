@@ -35,6 +35,12 @@ backplane::Runtime open_runtime(const CommonOptions& common) {
   return backplane::Runtime::open(options);
 }
 
+std::vector<backplane::DeviceInfo> chosen_devices(const backplane::Runtime& runtime,
+                                                  const std::optional<std::string>& device) {
+  if (!device) return runtime.devices();
+  return {runtime.device(runtime.parse_device(*device))};
+}
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"report", "backends, devices and plugins found on this machine (the default)", &run_report},

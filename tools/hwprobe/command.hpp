@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ void add_common_options(boost::program_options::options_description& description
 
 // Applies --sim (RuntimeOptions::sim_topology), --log and --isolate, then opens the runtime.
 backplane::Runtime open_runtime(const CommonOptions& common);
+
+// --device DEVICE's device, or every device when it is not given (`device` empty). Throws
+// backplane::Error for a device that is not here; the caller refuses it as bad input.
+std::vector<backplane::DeviceInfo> chosen_devices(const backplane::Runtime& runtime,
+                                                  const std::optional<std::string>& device);
 
 // The commands, in the order `hwprobe --help` lists them. The first, "report", runs when the
 // first word is not a command name.

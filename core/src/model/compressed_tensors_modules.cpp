@@ -48,14 +48,11 @@ Match match(const std::string& target, const std::string& name, const std::strin
   return in_mro ? Match::kClass : Match::kNone;
 }
 
-// The scheme of a module: exact names first, then regexes, then classes, each alphabetically; a
-// target two groups list belongs to the later one.
-const CompressedScheme* scheme_for(const CompressedTensors& ct, const std::string& name,
-                                   const std::string& class_name) {
-  for (const std::string& ignored : ct.ignore) {
-    if (match(ignored, name, class_name) != Match::kNone) return nullptr;
-  }
-  std::vector<std::pair<std::string, const CompressedScheme*>> owners;  // target -> scheme
+// Each target string and the group it belongs to: a target two groups list belongs to the later.
+using TargetOwners = std::vector<std::pair<std::string, const CompressedScheme*>>;
+
+TargetOwners target_owners(const CompressedTensors& ct) {
+  TargetOwners owners;
   for (const CompressedScheme& scheme : ct.groups) {
     for (const std::string& target : scheme.targets) {
       auto it = std::find_if(owners.begin(), owners.end(),
@@ -66,6 +63,15 @@ const CompressedScheme* scheme_for(const CompressedTensors& ct, const std::strin
         it->second = &scheme;
       }
     }
+  }
+  return owners;
+}
+
+// The scheme of a module: exact names first, then regexes, then classes, each alphabetically.
+const CompressedScheme* scheme_for(const CompressedTensors& ct, const TargetOwners& owners,
+                                   const std::string& name, const std::string& class_name) {
+  for (const std::string& ignored : ct.ignore) {
+    if (match(ignored, name, class_name) != Match::kNone) return nullptr;
   }
   const CompressedScheme* best = nullptr;
   std::pair<int, std::string> best_key{4, ""};
@@ -214,6 +220,7 @@ struct Applier {
   const ModelDescription& model;
   const CompressedTensors& ct;
   DType scale;
+  TargetOwners owners = target_owners(ct);
   int64_t quantized = 0;
 
   bool tied(const std::string& name) const {
@@ -231,7 +238,7 @@ struct Applier {
   }
 
   void apply(Module& module, const std::string& name) {
-    const CompressedScheme* scheme = scheme_for(ct, name, module.class_name);
+    const CompressedScheme* scheme = scheme_for(ct, owners, name, module.class_name);
     if (scheme == nullptr) return;
     const TensorInfo* weight = nullptr;
     for (const TensorInfo& t : module.tensors) {

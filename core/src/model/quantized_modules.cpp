@@ -16,12 +16,7 @@ std::string join(const std::string& parent, const std::string& local) {
 }
 
 std::string strip_weight(const std::string& name) {
-  const std::string suffix = ".weight";
-  if (name.size() >= suffix.size() &&
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    return name.substr(0, name.size() - suffix.size());
-  }
-  return name;
+  return ends_with(name, ".weight") ? name.substr(0, name.size() - 7) : name;
 }
 
 // The last name named_parameters() yields on the model from_pretrained builds (weights not tied:

@@ -167,14 +167,17 @@ struct DevicePlan {
   std::vector<std::string> warnings;
   // The quantizer's part, when the model has a quantization (quantization.hpp).
   struct Quantized {
-    std::string method;  // "bitsandbytes_4bit", "fp8"
+    std::string method;  // transformers' quant_method: "bitsandbytes_4bit", "fp8", "gptq", ...
     bool pre_quantized = false;
-    bool dequantized = false;                // fp8 where it cannot run: loaded in full precision
-    int64_t replaced = 0;                    // modules swapped for the quantizer's
-    std::string replaced_with;               // "Linear4bit"
-    std::vector<std::string> not_converted;  // the quantizer's modules_to_not_convert
-    double max_memory_factor = 1.0;          // adjust_max_memory, after balancing
-    uint64_t unquantized_size = 0;           // model_size without the quantizer
+    // Loaded in full precision: fp8 or MXFP4 where they cannot run, or dequantize=True.
+    bool dequantized = false;
+    int64_t replaced = 0;       // modules swapped (or given qparams) by the quantizer
+    std::string replaced_with;  // "Linear4bit", "QuantLinear", "compressed-tensors"
+    // The quantizer's modules_to_not_convert (empty for compressed-tensors, whose `ignore`
+    // decides, and for GPTQ, whose block prefix does).
+    std::vector<std::string> not_converted;
+    double max_memory_factor = 1.0;  // adjust_max_memory, after balancing
+    uint64_t unquantized_size = 0;   // model_size without the quantizer
   };
   std::optional<Quantized> quantized;
 };
@@ -194,8 +197,9 @@ struct PlanOptions {
 // A model with a `quantization` is planned as from_pretrained loads it with that quantizer
 // (kFromPretrained only): the quantizer's environment check on `hardware` and the map (in
 // transformers' words: bitsandbytes refuses cpu or disk entries without fp32 cpu offload, fp8
-// quantized on the fly needs a GPU of compute capability 8.9 or an XPU, and a pre-quantized fp8
-// checkpoint falls back to dequantizing elsewhere, with its warning), its module swap, its element
+// quantized on the fly needs a GPU of compute capability 8.9 or an XPU, pre-quantized fp8 and
+// MXFP4 checkpoints fall back to dequantizing where they cannot run, with its warning; the
+// verdicts are quantization_support.hpp's), its module swap (quantized_modules.hpp), its element
 // sizes (4-bit weights 0.5 bytes an element) and its max_memory factor (bitsandbytes: 0.90 of
 // every budget, after balancing).
 
