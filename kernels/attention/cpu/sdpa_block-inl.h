@@ -674,14 +674,16 @@ void MergeSplits(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int6
   StoreBlock(p, plan, b, hk, rb, o, l);
 }
 
-Plan MakePlan(const Problem& p, int threads) {
+// bk: keys per kv block, a multiple of kQkRows (fp32 panels) and of 32 (AMX pairs); 0 for the
+// fp32 tiles' default.
+Plan MakePlan(const Problem& p, int threads, int64_t bk = 0) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   Plan plan;
   plan.rows = p.group() * p.seq_q;
   plan.nr = plan.rows <= N ? 1 : 2;
   plan.bq = plan.nr * N;
-  plan.bk = 8 * kQkRows;
+  plan.bk = bk > 0 ? bk : 8 * kQkRows;
   plan.dp = (p.head_dim + N - 1) / N * N;
   plan.dpad = (p.head_dim + 31) / 32 * 32;
   plan.dvp = (p.head_dim_v + N - 1) / N * N;
