@@ -63,10 +63,9 @@ HWY_INLINE __m512i PairIndex() {
   return _mm512_load_si512(idx);
 }
 
-// dst[c * ld + r] = src[r * ls + c] for a 16 x 16 block of 32-bit elements.
-HWY_INLINE void Transpose16x16(const uint32_t* src, int64_t ls, uint32_t* dst, int64_t ld) {
-  __m512i r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * ls);
+// dst[c * ld + i] = lane c of r[i], for 16 rows of 16 32-bit elements (r is overwritten).
+HWY_INLINE void Transpose16x16Rows(__m512i r[16], uint32_t* dst, int64_t ld) {
+  __m512i t[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
@@ -87,6 +86,42 @@ HWY_INLINE void Transpose16x16(const uint32_t* src, int64_t ls, uint32_t* dst, i
   for (int k = 0; k < 8; ++k) {
     _mm512_storeu_si512(dst + k * ld, _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88));
     _mm512_storeu_si512(dst + (k + 8) * ld, _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd));
+  }
+}
+
+// dst[c * ld + r] = src[r * ls + c] for a 16 x 16 block of 32-bit elements.
+HWY_INLINE void Transpose16x16(const uint32_t* src, int64_t ls, uint32_t* dst, int64_t ld) {
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * ls);
+  Transpose16x16Rows(r, dst, ld);
+}
+
+// The most query rows a block has on the AVX-512 targets (Plan::bq: two vectors of 16).
+constexpr int64_t kMaxBlockRows = 32;
+
+// Q^T as bf16 pairs along head_dim, qtp[pp * bq + i] = (q_i[2pp + 1] << 16) | q_i[2pp], for the
+// block's rows with unit column stride and an even head_dim: each pair is a 32-bit word of the
+// row as it lies, so this is a transpose of 16 x 16 words at a time (the scalar loop it
+// replaces took 11% of bf16 causal prefill). Pairs and rows past the block's stay as they are.
+HWY_INLINE void PackQPairsRows(const uint16_t* const* rows, int64_t nrows, int64_t head_dim,
+                               int64_t bq, uint32_t* qtp) {
+  const int64_t pairs = head_dim / 2;
+  for (int64_t i0 = 0; i0 < nrows; i0 += 16) {
+    for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+      const __mmask16 cols = static_cast<__mmask16>((1u << std::min<int64_t>(16, pairs - p0)) - 1u);
+      __m512i r[16];
+      for (int k = 0; k < 16; ++k) {
+        r[k] = i0 + k < nrows ? _mm512_maskz_loadu_epi32(
+                                    cols, reinterpret_cast<const uint32_t*>(rows[i0 + k]) + p0)
+                              : _mm512_setzero_si512();
+      }
+      alignas(64) uint32_t block[16 * 16];
+      Transpose16x16Rows(r, block, 16);
+      for (int64_t c = 0; c < 16 && p0 + c < pairs; ++c) {
+        std::memcpy(qtp + (p0 + c) * bq + i0, block + c * 16,
+                    static_cast<size_t>(std::min<int64_t>(16, bq - i0)) * sizeof(uint32_t));
+      }
+    }
   }
 }
 
@@ -269,13 +304,20 @@ BACKPLANE_AMX_TARGET void RunBlockBf16(const Problem& p, const Plan& plan, int64
   // Q^T as bf16 pairs along head_dim: qtp[pp][i], zero padded.
   auto* qtp = reinterpret_cast<uint32_t*>(buf.qt);
   std::fill(qtp, qtp + pairs_d * bq, 0u);
-  for (int64_t i = 0; i < nrows; ++i) {
-    const auto* q = reinterpret_cast<const uint16_t*>(QRow(p, plan, b, hk, rb, i));
-    const int64_t cs = p.q.stride[3];
-    for (int64_t pp = 0; 2 * pp < D; ++pp) {
-      const uint32_t lo = q[2 * pp * cs];
-      const uint32_t hi = 2 * pp + 1 < D ? q[(2 * pp + 1) * cs] : 0u;
-      qtp[pp * bq + i] = lo | (hi << 16);
+  if (p.q.stride[3] == 1 && D % 2 == 0) {
+    const uint16_t* rows[kMaxBlockRows];
+    for (int64_t i = 0; i < nrows; ++i)
+      rows[i] = reinterpret_cast<const uint16_t*>(QRow(p, plan, b, hk, rb, i));
+    PackQPairsRows(rows, nrows, D, bq, qtp);
+  } else {
+    for (int64_t i = 0; i < nrows; ++i) {
+      const auto* q = reinterpret_cast<const uint16_t*>(QRow(p, plan, b, hk, rb, i));
+      const int64_t cs = p.q.stride[3];
+      for (int64_t pp = 0; 2 * pp < D; ++pp) {
+        const uint32_t lo = q[2 * pp * cs];
+        const uint32_t hi = 2 * pp + 1 < D ? q[(2 * pp + 1) * cs] : 0u;
+        qtp[pp * bq + i] = lo | (hi << 16);
+      }
     }
   }
 
