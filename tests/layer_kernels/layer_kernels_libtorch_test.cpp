@@ -20,6 +20,7 @@
 #include "activation/activation.hpp"
 #include "common/bf16_instruction.hpp"
 #include "common/threads.hpp"
+#include "per_target.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 #include "rotary/rotary.hpp"
 #include "torch_dlpack.hpp"
@@ -30,67 +31,13 @@ namespace {
 using kernels::Status;
 using kernels::StatusCode;
 
+using testing::dtype_label;
+using testing::expect_close;
+using testing::kDTypes;
+using testing::PerTarget;
+using testing::TargetParamName;
+using testing::targets_to_test;
 using testing::TorchView;
-
-const at::ScalarType kDTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
-
-std::string dtype_label(at::ScalarType t) {
-  return t == at::kFloat ? "f32" : t == at::kBFloat16 ? "bf16" : "f16";
-}
-
-// |ours - ref| <= atol + rtol |ref| everywhere.
-void expect_close(const at::Tensor& ours, const at::Tensor& ref, at::ScalarType dtype,
-                  const std::string& what) {
-  const double rtol = dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 1e-3;
-  const double atol = dtype == at::kFloat ? 1e-6 : 1e-5;
-  const at::Tensor o = ours.to(at::kDouble), r = ref.to(at::kDouble);
-  ASSERT_EQ(o.sizes(), r.sizes()) << what;
-  const at::Tensor err = (o - r).abs();
-  const at::Tensor bad = err.le(atol + rtol * r.abs()).logical_not();  // NaN is bad
-  const int64_t n_bad = bad.sum().item<int64_t>();
-  if (n_bad == 0) return;
-  const int64_t first = bad.flatten().nonzero()[0].item<int64_t>();
-  ADD_FAILURE() << what << ": " << n_bad << " of " << o.numel() << " elements off; the first, #"
-                << first << ", is " << o.flatten()[first].item<double>() << " instead of "
-                << r.flatten()[first].item<double>();
-}
-
-// Highway's own pattern: each target this CPU supports, in turn; the AVX-512 targets twice
-// where the CPU has AVX512-BF16: with its float32 -> bfloat16 instruction and without.
-struct Target {
-  int64_t target;
-  bool bf16_instruction;
-};
-
-// The test name's parameter, readable in ctest and GoogleTest output.
-inline void PrintTo(const Target& x, std::ostream* os) {
-  *os << hwy::TargetName(x.target) << (x.bf16_instruction ? " (bf16 instruction)" : "");
-}
-
-std::vector<Target> targets_to_test() {
-  std::vector<Target> out;
-  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    out.push_back({t, false});
-    if ((t == HWY_AVX3 || t == HWY_AVX3_DL) && kernels::cpu_has_bf16_instruction()) {
-      out.push_back({t, true});
-    }
-  }
-  return out;
-}
-
-class PerTarget : public ::testing::TestWithParam<Target> {
- protected:
-  void SetUp() override {
-    hwy::SetSupportedTargetsForTest(GetParam().target);
-    kernels::use_bf16_instruction(GetParam().bf16_instruction);
-    at::manual_seed(7);
-  }
-  void TearDown() override {
-    hwy::SetSupportedTargetsForTest(0);
-    kernels::use_bf16_instruction(true);
-  }
-  const char* target_name() const { return hwy::TargetName(GetParam().target); }
-};
 
 // ------------------------------------------------------------------ rms_norm
 
@@ -365,10 +312,6 @@ TEST_P(PerTarget, RotaryMatchesTheComposite) {
   }
 }
 
-std::string TargetParamName(const ::testing::TestParamInfo<Target>& info) {
-  return std::string(hwy::TargetName(info.param.target)) +
-         (info.param.bf16_instruction ? "_bf16_instruction" : "");
-}
 INSTANTIATE_TEST_SUITE_P(Targets, PerTarget, ::testing::ValuesIn(targets_to_test()),
                          TargetParamName);
 
