@@ -68,4 +68,69 @@ Status make_problem(const Tensors& t, double epsilon, kernels::Memory memory, Pr
   return Status::Ok();
 }
 
+Status make_backward_problem(const BackwardTensors& t, double epsilon, kernels::Memory memory,
+                             BackwardProblem* problem) {
+  constexpr const char* kOp = "rms_norm_backward";
+  BackwardProblem p;
+  struct Arg {
+    const DLTensor* tensor;
+    const char* name;
+    bool written, optional;
+  } args[] = {
+      {t.grad_output, "grad_output", false, false}, {t.input, "input", false, false},
+      {t.weight, "weight", false, false},           {t.grad_residual, "grad_residual", false, true},
+      {t.grad_input, "grad_input", true, false},    {t.grad_weight, "grad_weight", true, false}};
+  kernels::DType other;
+  Status s = kernels::check_tensor(kOp, t.input, "input", memory, &p.dtype);
+  for (const Arg& a : args) {
+    if (!s.ok()) return s;
+    if (&a == &args[1] || (a.optional && a.tensor == nullptr)) continue;  // input: checked first
+    s = kernels::check_tensor(kOp, a.tensor, a.name, memory, &other);
+    if (s.ok()) s = kernels::check_same_device(kOp, *a.tensor, a.name, *t.input, "input");
+    if (s.ok()) s = kernels::check_same_dtype(kOp, *a.tensor, a.name, *t.input, "input");
+    if (s.ok() && a.written) s = kernels::check_written(kOp, *a.tensor, a.name);
+  }
+  if (!s.ok()) return s;
+  const DLTensor& in = *t.input;
+  s = kernels::check_same_shape(kOp, *t.grad_output, "grad_output", in, "input");
+  if (s.ok() && t.grad_residual)
+    s = kernels::check_same_shape(kOp, *t.grad_residual, "grad_residual", in, "input");
+  if (s.ok()) s = kernels::check_same_shape(kOp, *t.grad_input, "grad_input", in, "input");
+  if (!s.ok()) return s;
+  p.hidden = in.shape[in.ndim - 1];
+  for (const DLTensor* w : {t.weight, t.grad_weight}) {
+    if (w->ndim != 1 || w->shape[0] != p.hidden) {
+      return invalid(kOp, std::string(w == t.weight ? "weight" : "grad_weight") + " shape " +
+                              kernels::dims_string(*w) + " must be [hidden] = [" +
+                              std::to_string(p.hidden) + "] (input " + kernels::dims_string(in) +
+                              ")");
+    }
+  }
+  if (!std::isfinite(epsilon) || epsilon < 0) {
+    return invalid(kOp, "epsilon must be finite and >= 0, got " + std::to_string(epsilon));
+  }
+  // What is written must not overlap anything else (a gradient written over a row the kernel
+  // still reads would be read back).
+  for (const Arg& written : args) {
+    if (!written.written) continue;
+    for (const Arg& a : args) {
+      if (a.tensor == nullptr || a.tensor == written.tensor) continue;
+      if (kernels::overlaps(*written.tensor, *a.tensor)) {
+        return invalid(kOp, std::string(written.name) + " overlaps " + a.name +
+                                "; write each gradient to its own buffer");
+      }
+    }
+  }
+  p.grad_output = kernels::rows_of(*t.grad_output);
+  p.input = kernels::rows_of(in);
+  if (t.grad_residual) p.grad_residual = kernels::rows_of(*t.grad_residual);
+  p.grad_input = kernels::rows_of(*t.grad_input);
+  p.rows = p.input.rows;
+  p.weight = kernels::base_of(*t.weight);
+  p.grad_weight = kernels::base_of(*t.grad_weight);
+  p.epsilon = static_cast<float>(epsilon);
+  *problem = p;
+  return Status::Ok();
+}
+
 }  // namespace backplane::rmsnorm

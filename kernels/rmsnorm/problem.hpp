@@ -17,6 +17,20 @@ struct Problem {
   float epsilon = 0.0f;
 };
 
+struct BackwardProblem {
+  kernels::DType dtype = kernels::DType::kF32;
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  kernels::Rows grad_output, input, grad_residual, grad_input;  // grad_residual.data NULL: none
+  const void* weight = nullptr;
+  void* grad_weight = nullptr;
+  float epsilon = 0.0f;
+};
+
+// Fills *problem when the status is ok.
+Status make_backward_problem(const BackwardTensors& tensors, double epsilon, kernels::Memory memory,
+                             BackwardProblem* problem);
+
 // Fills *problem when the status is ok.
 Status make_problem(const Tensors& tensors, double epsilon, kernels::Memory memory,
                     Problem* problem);

@@ -9,6 +9,18 @@
 // one dtype for all; float32 arithmetic, one rounding per result. output may be input itself
 // (in place); any other overlap is refused.
 //
+// The backward (for training), from the output's gradient g and the rows x that were normalized
+// (the forward's input; with the residual add, its updated residual), r = rsqrt(mean(x^2) + eps):
+//
+//   grad_input  = r (g weight - x r^2 mean(g weight x))  (+ grad_residual)     per row
+//   grad_weight = sum over the rows of g x r
+//
+// With the residual add, grad_residual (optional) is the gradient reaching the updated residual
+// from the layers after it; grad_input is then the gradient of both the input and the residual
+// before the add. grad_weight is summed in float32 in a fixed order (the same bits on any number
+// of threads) and rounded once. All tensors one dtype; layouts as the forward's; grad_input and
+// grad_weight must not overlap anything else.
+//
 // Errors: a Status naming the argument and what would be accepted; nothing throws.
 // Threads: the CPU kernel runs on the process-wide pool of kernels/common (threads.hpp).
 #pragma once
@@ -29,8 +41,19 @@ struct Tensors {
   const DLTensor* output = nullptr;
 };
 
+struct BackwardTensors {
+  const DLTensor* grad_output = nullptr;
+  const DLTensor* input = nullptr;  // x: the rows the forward normalized
+  const DLTensor* weight = nullptr;
+  const DLTensor* grad_residual = nullptr;  // optional
+  const DLTensor* grad_input = nullptr;     // written
+  const DLTensor* grad_weight = nullptr;    // written, [hidden]
+};
+
 // Host memory (kDLCPU). Highway dispatches to the best SIMD target of this CPU.
 Status forward_cpu(const Tensors& tensors, double epsilon);
+// The backward on host memory, dispatched like forward_cpu.
+Status backward_cpu(const BackwardTensors& tensors, double epsilon);
 // The Highway target forward_cpu runs on ("AVX3", "AVX2", ...).
 const char* cpu_target();
 

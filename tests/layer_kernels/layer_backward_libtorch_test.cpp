@@ -1,6 +1,8 @@
 // The CPU layer kernels' backward against LibTorch autograd of their composites, run in float64
 // from the same (already rounded) inputs and output gradients, over shapes, layouts and dtypes,
 // on every SIMD target Highway compiled that this CPU runs.
+//   rms_norm_backward:  autograd of transformers' LlamaRMSNorm (x * rsqrt(mean(x^2) + eps) *
+//                       weight), plus the gradient of the updated residual (fused residual add)
 //   *_and_mul_backward: autograd of at::silu / at::gelu (erf or tanh) of the first half times
 //                       the second
 // A gradient is rounded once to the dtype: within one unit in the last place of the exact value,
@@ -12,7 +14,9 @@
 #include <vector>
 
 #include "activation/activation.hpp"
+#include "common/threads.hpp"
 #include "per_target.hpp"
+#include "rmsnorm/rmsnorm.hpp"
 #include "torch_dlpack.hpp"
 
 namespace backplane {
@@ -26,6 +30,147 @@ using testing::kDTypes;
 using testing::TorchView;
 
 class Backward : public testing::PerTarget {};
+
+// ------------------------------------------------------------------ rms_norm
+
+struct NormCase {
+  std::vector<int64_t> shape;  // input
+  bool grad_residual;
+  enum Layout { kCompact, kRowPadding, kPermuted } layout;
+};
+
+const NormCase kNormCases[] = {
+    {{1, 1}, false, NormCase::kCompact},        {{1, 7}, false, NormCase::kCompact},
+    {{3, 17}, false, NormCase::kCompact},       {{5, 4096}, false, NormCase::kCompact},
+    {{257, 33}, false, NormCase::kCompact},     {{1000, 256}, false, NormCase::kCompact},
+    {{64, 1000}, false, NormCase::kRowPadding}, {{3, 2, 129}, false, NormCase::kPermuted},
+    {{1, 5}, true, NormCase::kCompact},         {{7, 100}, true, NormCase::kCompact},
+    {{96, 1024}, true, NormCase::kRowPadding},  {{4, 3, 65}, true, NormCase::kPermuted},
+};
+
+// A tensor of `shape` in the case's layout (values standard normal, rounded to dtype).
+at::Tensor make_rows(std::vector<int64_t> shape, NormCase::Layout layout, at::ScalarType dtype) {
+  if (layout == NormCase::kRowPadding) {
+    const int64_t width = shape.back();
+    shape.back() += 13;
+    return at::randn(shape).to(dtype).narrow(-1, 0, width);
+  }
+  if (layout == NormCase::kPermuted) {
+    std::swap(shape[0], shape[1]);
+    return at::randn(shape).to(dtype).transpose(0, 1);
+  }
+  return at::randn(shape).to(dtype);
+}
+
+struct NormGrads {
+  at::Tensor input, weight;
+};
+
+// Autograd of x * rsqrt(mean(x^2) + eps) * weight in float64, from the same rounded inputs.
+NormGrads autograd_norm_grads(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& grad,
+                              double eps) {
+  const at::Tensor x64 = x.to(at::kDouble).detach().requires_grad_(true);
+  const at::Tensor w64 = weight.to(at::kDouble).detach().requires_grad_(true);
+  const at::Tensor y = x64 * at::rsqrt(x64.pow(2).mean(-1, true) + eps) * w64;
+  y.backward(grad.to(at::kDouble));
+  return {x64.grad(), w64.grad()};
+}
+
+Status run_norm_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight,
+                         const at::Tensor& grad_residual, const at::Tensor& grad_input,
+                         const at::Tensor& grad_weight, double eps) {
+  const TorchView gv(grad), xv(x), wv(weight), rv(grad_residual), giv(grad_input), gwv(grad_weight);
+  rmsnorm::BackwardTensors t;
+  t.grad_output = gv;
+  t.input = xv;
+  t.weight = wv;
+  t.grad_residual = grad_residual.defined() ? rv.dl() : nullptr;
+  t.grad_input = giv;
+  t.grad_weight = gwv;
+  return rmsnorm::backward_cpu(t, eps);
+}
+
+TEST_P(Backward, RmsNormMatchesAutograd) {
+  const double eps = 1e-6;
+  for (const NormCase& c : kNormCases) {
+    for (at::ScalarType dtype : kDTypes) {
+      const std::string what = "rms_norm_backward " + c10::str(at::IntArrayRef(c.shape)) +
+                               (c.grad_residual ? " grad_residual" : "") + " layout " +
+                               std::to_string(c.layout) + " " + dtype_label(dtype);
+      SCOPED_TRACE(what);
+      const int64_t hidden = c.shape.back();
+      const at::Tensor x = make_rows(c.shape, c.layout, dtype);
+      const at::Tensor grad = make_rows(c.shape, c.layout, dtype);
+      const at::Tensor weight = (at::rand({hidden}) + 0.5).to(dtype);
+      const at::Tensor grad_residual =
+          c.grad_residual ? make_rows(c.shape, c.layout, dtype) : at::Tensor();
+      const at::Tensor grad_input = at::empty(c.shape, x.options());
+      const at::Tensor grad_weight = at::empty({hidden}, x.options());
+      const Status s =
+          run_norm_backward(grad, x, weight, grad_residual, grad_input, grad_weight, eps);
+      ASSERT_TRUE(s.ok()) << s.message;
+      NormGrads ref = autograd_norm_grads(x, weight, grad, eps);
+      if (c.grad_residual) ref.input = ref.input + grad_residual.to(at::kDouble);
+      // grad_input: a few float32 operations per element after a row-wide dot product: float32
+      // noise relative to the largest gradient, on top of the dtype's one rounding.
+      const double base = dtype == at::kFloat ? 1e-6 : 1e-5;
+      expect_close(grad_input, ref.input, testing::rounding_rtol(dtype),
+                   base + 4e-6 * ref.input.abs().max().item<double>(), what + " grad_input");
+      // grad_weight: a float32 sum over the rows, relative to the sum of the terms' sizes.
+      const at::Tensor x64 = x.to(at::kDouble);
+      const at::Tensor terms =
+          (grad.to(at::kDouble) * x64 * at::rsqrt(x64.pow(2).mean(-1, true) + eps))
+              .abs()
+              .reshape({-1, hidden})
+              .sum(0);
+      expect_close(grad_weight, ref.weight, testing::rounding_rtol(dtype), 1e-6 * terms + 1e-6,
+                   what + " grad_weight");
+    }
+  }
+}
+
+TEST(BackwardThreads, RmsNormGivesTheSameBitsOnAnyThreads) {
+  for (at::ScalarType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_label(dtype));
+    const at::Tensor x = at::randn({1000, 512}).to(dtype), grad = at::randn({1000, 512}).to(dtype);
+    const at::Tensor w = (at::rand({512}) + 0.5).to(dtype);
+    const at::Tensor gi1 = at::empty_like(x), gi4 = at::empty_like(x);
+    const at::Tensor gw1 = at::empty_like(w), gw4 = at::empty_like(w);
+    const int threads = kernels::num_threads();
+    kernels::set_num_threads(1);
+    ASSERT_TRUE(run_norm_backward(grad, x, w, at::Tensor(), gi1, gw1, 1e-6).ok());
+    kernels::set_num_threads(4);
+    ASSERT_TRUE(run_norm_backward(grad, x, w, at::Tensor(), gi4, gw4, 1e-6).ok());
+    kernels::set_num_threads(threads);
+    EXPECT_TRUE(at::equal(gi1, gi4));
+    EXPECT_TRUE(at::equal(gw1, gw4));
+  }
+}
+
+TEST(BackwardErrors, RmsNormNamesTheArgument) {
+  const at::Tensor x = at::randn({4, 8}), grad = at::randn({4, 8}), w = at::ones({8});
+  const at::Tensor gi = at::empty({4, 8}), gw = at::empty({8});
+  struct Bad {
+    at::Tensor grad, x, w, grad_residual, gi, gw;
+    double eps;
+    const char* says;
+  } cases[] = {
+      {at::randn({4, 7}), x, w, {}, gi, gw, 1e-6, "grad_output shape [4, 7] must equal input's"},
+      {grad, x, at::ones({7}), {}, gi, gw, 1e-6, "weight shape [7] must be [hidden] = [8]"},
+      {grad, x, w, {}, gi, at::empty({4}), 1e-6, "grad_weight shape [4] must be [hidden] = [8]"},
+      {grad, x, w, at::randn({4, 9}), gi, gw, 1e-6, "grad_residual shape [4, 9] must equal"},
+      {grad, x, w, {}, x, gw, 1e-6, "grad_input overlaps input"},
+      {grad, x, w, {}, gi, w, 1e-6, "grad_weight overlaps weight"},
+      {grad, x, w, {}, gi, gw, -1.0, "epsilon must be finite and >= 0"},
+      {grad.to(at::kHalf), x, w, {}, gi, gw, 1e-6, "grad_output"},
+  };
+  for (const Bad& c : cases) {
+    const Status s = run_norm_backward(c.grad, c.x, c.w, c.grad_residual, c.gi, c.gw, c.eps);
+    EXPECT_EQ(s.code, StatusCode::kInvalidArgument) << c.says;
+    EXPECT_NE(s.message.find(c.says), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("rms_norm_backward"), std::string::npos) << s.message;
+  }
+}
 
 // ------------------------------------------------------------------ gated activations
 
@@ -88,8 +233,8 @@ void expect_grad_close(const at::Tensor& ours, const at::Tensor& ref, const at::
       (grad.to(at::kDouble).abs() * (x.narrow(-1, d, d).to(at::kDouble).abs() + 1.0))
           .max()
           .item<double>();
-  const double rtol = dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 1e-3;
-  expect_close(ours, ref, rtol, 1e-6 * size + (dtype == at::kFloat ? 1e-6 : 1e-5), what);
+  expect_close(ours, ref, testing::rounding_rtol(dtype),
+               1e-6 * size + (dtype == at::kFloat ? 1e-6 : 1e-5), what);
 }
 
 TEST_P(Backward, GatedActivationsMatchAutograd) {

@@ -22,13 +22,13 @@ inline std::string dtype_label(at::ScalarType t) {
   return t == at::kFloat ? "f32" : t == at::kBFloat16 ? "bf16" : "f16";
 }
 
-// |ours - ref| <= atol + rtol |ref| everywhere.
-inline void expect_close(const at::Tensor& ours, const at::Tensor& ref, double rtol, double atol,
-                         const std::string& what) {
+// |ours - ref| <= atol + rtol |ref| everywhere (atol a number, or a tensor of ref's shape).
+inline void expect_close(const at::Tensor& ours, const at::Tensor& ref, double rtol,
+                         const at::Tensor& atol, const std::string& what) {
   const at::Tensor o = ours.to(at::kDouble), r = ref.to(at::kDouble);
   ASSERT_EQ(o.sizes(), r.sizes()) << what;
   const at::Tensor err = (o - r).abs();
-  const at::Tensor bad = err.le(atol + rtol * r.abs()).logical_not();  // NaN is bad
+  const at::Tensor bad = err.le(atol.to(at::kDouble) + rtol * r.abs()).logical_not();  // NaN: bad
   const int64_t n_bad = bad.sum().item<int64_t>();
   if (n_bad == 0) return;
   const int64_t first = bad.flatten().nonzero()[0].item<int64_t>();
@@ -36,13 +36,20 @@ inline void expect_close(const at::Tensor& ours, const at::Tensor& ref, double r
                 << first << ", is " << o.flatten()[first].item<double>() << " instead of "
                 << r.flatten()[first].item<double>();
 }
+inline void expect_close(const at::Tensor& ours, const at::Tensor& ref, double rtol, double atol,
+                         const std::string& what) {
+  expect_close(ours, ref, rtol, at::scalar_tensor(atol, at::kDouble), what);
+}
+
+// One rounding to dtype, relative.
+inline double rounding_rtol(at::ScalarType dtype) {
+  return dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 1e-3;
+}
 
 // The kernels' contract: one rounding to dtype per result, plus float32 noise.
 inline void expect_close(const at::Tensor& ours, const at::Tensor& ref, at::ScalarType dtype,
                          const std::string& what) {
-  const double rtol = dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 1e-3;
-  const double atol = dtype == at::kFloat ? 1e-6 : 1e-5;
-  expect_close(ours, ref, rtol, atol, what);
+  expect_close(ours, ref, rounding_rtol(dtype), dtype == at::kFloat ? 1e-6 : 1e-5, what);
 }
 
 // Highway's own pattern: each target this CPU supports, in turn; the AVX-512 targets twice
