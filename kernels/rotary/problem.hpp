@@ -29,6 +29,7 @@ struct Problem {
   int64_t half = 0;    // rotary_dim / 2: the pairs per row
   Operand query, key;  // key.data NULL: none
   Table cos, sin;
+  bool inverse = false;  // the rotation back (sin negated): the backward
 };
 
 #ifdef __CUDACC__
@@ -57,7 +58,9 @@ BACKPLANE_ROTARY_HOST_DEVICE inline RowStart row_start(const Problem& p, int64_t
   return {o, b * o->stride[0] + h * o->stride[1] + s * o->stride[2], b, s};
 }
 
-// Fills *problem when the status is ok.
-Status make_problem(const Tensors& tensors, Style style, kernels::Memory memory, Problem* problem);
+// Fills *problem when the status is ok. inverse: the backward's problem (its messages name
+// rotary_embedding_backward).
+Status make_problem(const Tensors& tensors, Style style, kernels::Memory memory, Problem* problem,
+                    bool inverse = false);
 
 }  // namespace backplane::rotary

@@ -12,6 +12,10 @@
 // tensor passes as a permuted view). query and key share a dtype (float32, bfloat16, float16);
 // cos and sin are float32 or that dtype. float32 arithmetic, one rounding per result.
 //
+// The backward (for training): the rotation is orthogonal, so the gradients of query and key
+// are their outputs' gradients rotated back (x1 c + x2 s, x2 c - x1 s), in place. Tensors::query
+// and ::key are then those gradients; the same layouts and dtypes as the forward.
+//
 // Errors: a Status naming the argument and what would be accepted; nothing throws.
 // Threads: the CPU kernel runs on the process-wide pool of kernels/common (threads.hpp).
 #pragma once
@@ -39,6 +43,8 @@ struct Tensors {
 Status forward_cpu(const Tensors& tensors, Style style);
 // The Highway target forward_cpu runs on ("AVX3", "AVX2", ...).
 const char* cpu_target();
+// The backward on host memory, dispatched like forward_cpu.
+Status backward_cpu(const Tensors& gradients, Style style);
 
 // CUDA memory (kDLCUDA); `stream` is a cudaStream_t (NULL: the default stream). Defined only in
 // backplane_rotary_cuda (built when nvcc is found).

@@ -3,6 +3,8 @@
 // on every SIMD target Highway compiled that this CPU runs.
 //   rms_norm_backward:  autograd of transformers' LlamaRMSNorm (x * rsqrt(mean(x^2) + eps) *
 //                       weight), plus the gradient of the updated residual (fused residual add)
+//   rotary_embedding_backward: autograd of transformers' apply_rotary_pos_emb (rotate_half)
+//                       and GPT-J's rotate_every_two, the tables constant
 //   *_and_mul_backward: autograd of at::silu / at::gelu (erf or tanh) of the first half times
 //                       the second
 // A gradient is rounded once to the dtype: within one unit in the last place of the exact value,
@@ -17,6 +19,8 @@
 #include "common/threads.hpp"
 #include "per_target.hpp"
 #include "rmsnorm/rmsnorm.hpp"
+#include "rotary/rotary.hpp"
+#include "rotary_composite.hpp"
 #include "torch_dlpack.hpp"
 
 namespace backplane {
@@ -170,6 +174,66 @@ TEST(BackwardErrors, RmsNormNamesTheArgument) {
     EXPECT_NE(s.message.find(c.says), std::string::npos) << s.message;
     EXPECT_NE(s.message.find("rms_norm_backward"), std::string::npos) << s.message;
   }
+}
+
+// ------------------------------------------------------------------ rotary embedding
+
+struct RotaryCase {
+  int64_t batch, heads, seq, head_dim, rotary_dim;
+  bool seq_major;  // gradients stored [batch, seq, heads, head_dim]
+};
+
+const RotaryCase kRotaryCases[] = {
+    {1, 1, 1, 2, 2, false},     {2, 4, 7, 64, 64, false}, {1, 3, 5, 24, 16, false},
+    {2, 2, 9, 130, 130, false}, {3, 2, 6, 40, 40, true},  {1, 8, 256, 128, 128, false},
+};
+
+TEST_P(Backward, RotaryMatchesAutograd) {
+  for (const RotaryCase& c : kRotaryCases) {
+    for (rotary::Style style : {rotary::Style::kNeox, rotary::Style::kInterleaved}) {
+      for (at::ScalarType dtype : kDTypes) {
+        for (bool f32_table : {true, false}) {
+          const std::string what =
+              std::string(style == rotary::Style::kNeox ? "neox " : "interleaved ") + "b" +
+              std::to_string(c.batch) + " h" + std::to_string(c.heads) + " s" +
+              std::to_string(c.seq) + " d" + std::to_string(c.head_dim) + " rot" +
+              std::to_string(c.rotary_dim) + (c.seq_major ? " seq-major " : " ") +
+              dtype_label(dtype) + (f32_table ? " f32 table" : " table in dtype");
+          SCOPED_TRACE(what);
+          const int64_t half = c.rotary_dim / 2;
+          const at::Tensor angles = at::arange(c.seq, at::kFloat).unsqueeze(-1) *
+                                    at::pow(10000.0, -at::arange(half, at::kFloat) * 2 /
+                                                         static_cast<double>(c.rotary_dim));
+          const at::ScalarType table_type = f32_table ? at::kFloat : dtype;
+          const at::Tensor cos = angles.cos().to(table_type), sin = angles.sin().to(table_type);
+          auto heads = [&] {
+            if (c.seq_major) {
+              return at::randn({c.batch, c.seq, c.heads, c.head_dim}).to(dtype).transpose(1, 2);
+            }
+            return at::randn({c.batch, c.heads, c.seq, c.head_dim}).to(dtype);
+          };
+          const at::Tensor q = heads(), grad_q = heads(), grad_k = heads();
+          const at::Tensor q64 = q.to(at::kDouble).requires_grad_(true);
+          testing::rotary_composite(q64, cos, sin, style).backward(grad_q.to(at::kDouble));
+          const at::Tensor k64 = q.to(at::kDouble).requires_grad_(true);
+          testing::rotary_composite(k64, cos, sin, style).backward(grad_k.to(at::kDouble));
+          const TorchView qv(grad_q), kv(grad_k), cv(cos), sv(sin);
+          const Status s = rotary::backward_cpu({qv, kv, cv, sv}, style);
+          ASSERT_TRUE(s.ok()) << s.message;
+          expect_close(grad_q, q64.grad(), dtype, what + " query");
+          expect_close(grad_k, k64.grad(), dtype, what + " key");
+        }
+      }
+    }
+  }
+}
+
+TEST(BackwardErrors, RotaryNamesTheOp) {
+  const at::Tensor g = at::randn({1, 2, 4, 8}), cos = at::ones({4, 4}), sin = at::ones({4, 3});
+  const TorchView gv(g), cv(cos), sv(sin);
+  const Status s = rotary::backward_cpu({gv, nullptr, cv, sv}, rotary::Style::kNeox);
+  EXPECT_EQ(s.code, StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message.find("rotary_embedding_backward: sin"), std::string::npos) << s.message;
 }
 
 // ------------------------------------------------------------------ gated activations

@@ -133,16 +133,16 @@ HWY_INLINE void InterleavedRow(char* x, const float* c2, const float* s2, int64_
 
 // The pair tables of interleaved float32 and float16 rows: `rows` rows of cos and sin (strides
 // in bytes) as c2 = (c0, c0, c1, c1, ...) and s2 = (-s0, s0, -s1, s1, ...), 2 * half floats a
-// row. Made per block of positions, for all its heads.
+// row; with `inverse`, -sin (the rotation back). Made per block of positions, for all its heads.
 template <DType C>
 void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
-                int64_t rows, int64_t half, float* c2, float* s2) {
+                int64_t rows, int64_t half, bool inverse, float* c2, float* s2) {
   const DF d;
 #if HWY_TARGET == HWY_SCALAR
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < half; ++i) {
       const float c = hn::GetLane(LoadF<C>(d, cos + r * cos_stride, i));
-      const float v = hn::GetLane(LoadF<C>(d, sin + r * sin_stride, i));
+      const float v = (inverse ? -1.0f : 1.0f) * hn::GetLane(LoadF<C>(d, sin + r * sin_stride, i));
       c2[r * 2 * half + 2 * i] = c2[r * 2 * half + 2 * i + 1] = c;
       s2[r * 2 * half + 2 * i] = -v;
       s2[r * 2 * half + 2 * i + 1] = v;
@@ -158,7 +158,9 @@ void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t si
     second[k] = static_cast<int32_t>(N / 2 + k / 2);
   }
   const auto lo = hn::SetTableIndices(d, first), hi = hn::SetTableIndices(d, second);
-  const auto sign = hn::BitCast(d, hn::ShiftLeft<31>(hn::And(hn::Iota(di, 1), hn::Set(di, 1))));
+  // The sign bit on the even lanes (odd ones with `inverse`).
+  const auto sign =
+      hn::BitCast(d, hn::ShiftLeft<31>(hn::And(hn::Iota(di, inverse ? 0 : 1), hn::Set(di, 1))));
   auto pairs = [&](VF c, VF v, float* c_out, float* s_out) {
     hn::StoreU(hn::TableLookupLanes(c, lo), d, c_out);
     hn::StoreU(hn::TableLookupLanes(c, hi), d, c_out + N);
@@ -187,22 +189,25 @@ void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t si
 }
 
 // A 16-bit table's block of rows as float32, `half` floats a row: the rows then read their
-// table as float32 and convert nothing per head. Made per block of positions, for all its heads.
+// table as float32 and convert nothing per head. With `inverse` (any table dtype), -sin. Made per
+// block of positions, for all its heads.
 template <DType C>
 void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
-                 int64_t rows, int64_t half, float* c_out, float* s_out) {
+                 int64_t rows, int64_t half, bool inverse, float* c_out, float* s_out) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t r = 0; r < rows; ++r) {
     const char* from[] = {cos + r * cos_stride, sin + r * sin_stride};
     float* to[] = {c_out + r * half, s_out + r * half};
     for (int k = 0; k < 2; ++k) {
+      const VF sign = hn::Set(d, k == 1 && inverse ? -1.0f : 1.0f);
       int64_t i = 0;
-      for (; i + N <= half; i += N) hn::StoreU(LoadF<C>(d, from[k], i), d, to[k] + i);
+      for (; i + N <= half; i += N)
+        hn::StoreU(hn::Mul(LoadF<C>(d, from[k], i), sign), d, to[k] + i);
       if (i < half) {
         Tail<C> t;
         alignas(64) float buf[HWY_MAX_BYTES / 4];
-        hn::StoreU(LoadF<C>(d, t.load(from[k], i, half - i), 0), d, buf);
+        hn::StoreU(hn::Mul(LoadF<C>(d, t.load(from[k], i, half - i), 0), sign), d, buf);
         std::memcpy(to[k] + i, buf, static_cast<size_t>(half - i) * sizeof(float));
       }
     }
@@ -220,9 +225,9 @@ void RunTyped(const Problem& p) {
   // bfloat16 rows read their pairs as even and odd elements instead (InterleavedRowEvenOdd).
   constexpr bool kPairRows = T != DType::kBF16;
   const bool pair_tables = interleaved && kPairRows;
-  // The other rows read a float32 table: a 16-bit one is converted a block at a time.
-  constexpr bool kFloatCopy = C != DType::kF32;
-  const bool float_copy = kFloatCopy && !pair_tables;
+  // The other rows read a float32 table: a 16-bit one is converted a block at a time, and so is
+  // any table of the inverse rotation (its sin negated).
+  const bool float_copy = (C != DType::kF32 || p.inverse) && !pair_tables;
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
@@ -249,23 +254,21 @@ void RunTyped(const Problem& p) {
           if constexpr (kPairRows) {
             if (pair_tables) {
               PairTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
-                            c2.get(), s2.get());
+                            p.inverse, c2.get(), s2.get());
             }
           }
-          if constexpr (kFloatCopy) {
-            if (float_copy) {
-              FloatTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0,
-                             p.half, c2.get(), s2.get());
-            }
+          if (float_copy) {
+            FloatTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
+                           p.inverse, c2.get(), s2.get());
           }
           // Row s0's float32 cos and sin, and the floats from one row to the next (not for pair
           // tables).
           const float* const cos_rows =
-              kFloatCopy ? c2.get() : reinterpret_cast<const float*>(cos0);
+              float_copy ? c2.get() : reinterpret_cast<const float*>(cos0);
           const float* const sin_rows =
-              kFloatCopy ? s2.get() : reinterpret_cast<const float*>(sin0);
-          const int64_t cos_step = kFloatCopy ? p.half : p.cos.stride[1];
-          const int64_t sin_step = kFloatCopy ? p.half : p.sin.stride[1];
+              float_copy ? s2.get() : reinterpret_cast<const float*>(sin0);
+          const int64_t cos_step = float_copy ? p.half : p.cos.stride[1];
+          const int64_t sin_step = float_copy ? p.half : p.sin.stride[1];
           // The first element of head h's row s: `head_rows(h)` + s * its stride.
           auto head_rows = [&](int64_t h, int64_t* seq_stride) {
             const bool key = h >= p.query.heads;
@@ -336,6 +339,16 @@ Status forward_cpu(const Tensors& tensors, Style style) {
   return kernels::guarded_call("rotary_embedding", " for the pair tables", [&] {
     Problem p;
     Status s = make_problem(tensors, style, kernels::Memory::kHost, &p);
+    if (!s.ok() || p.batch == 0 || p.seq == 0 || p.half == 0) return s;
+    HWY_DYNAMIC_DISPATCH(Run)(p);
+    return s;
+  });
+}
+
+Status backward_cpu(const Tensors& gradients, Style style) {
+  return kernels::guarded_call("rotary_embedding_backward", " for the tables", [&] {
+    Problem p;
+    Status s = make_problem(gradients, style, kernels::Memory::kHost, &p, true);
     if (!s.ok() || p.batch == 0 || p.seq == 0 || p.half == 0) return s;
     HWY_DYNAMIC_DISPATCH(Run)(p);
     return s;
