@@ -29,6 +29,7 @@
 
 #include "activation/activation.hpp"
 #include "common/threads.hpp"
+#include "layer_threads.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 #include "rotary/rotary.hpp"
 #include "scale_roofline.hpp"
@@ -38,9 +39,7 @@
 #include <ATen/Parallel.h>
 #endif
 
-namespace {
-
-namespace bk = backplane::kernels;
+namespace backplane::bench {
 
 int layer_threads() {
   static const int threads = [] {
@@ -48,7 +47,7 @@ int layer_threads() {
     if (const char* env = std::getenv("BACKPLANE_BENCH_THREADS")) n = std::atoi(env);
     if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
     n = n > 0 ? n : 1;
-    bk::set_num_threads(n);
+    backplane::kernels::set_num_threads(n);
 #ifdef BACKPLANE_BENCH_LIBTORCH
     at::set_num_threads(n);
 #endif
@@ -56,6 +55,14 @@ int layer_threads() {
   }();
   return threads;
 }
+
+}  // namespace backplane::bench
+
+namespace {
+
+namespace bk = backplane::kernels;
+
+using backplane::bench::layer_threads;
 
 enum class Op { kRmsNorm, kSiluAndMul, kRotary, kRotaryInterleaved };
 enum class Type { kF32, kBF16 };
