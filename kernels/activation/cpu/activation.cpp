@@ -98,27 +98,10 @@ void RunTyped(const Problem& p) {
   });
 }
 
-template <Activation A>
-void RunActivation(const Problem& p) {
-  switch (p.dtype) {
-    case DType::kF32:
-      return RunTyped<A, DType::kF32>(p);
-    case DType::kBF16:
-      return RunTyped<A, DType::kBF16>(p);
-    case DType::kF16:
-      return RunTyped<A, DType::kF16>(p);
-  }
-}
-
 void Run(const Problem& p) {
-  switch (p.activation) {
-    case Activation::kSilu:
-      return RunActivation<Activation::kSilu>(p);
-    case Activation::kGelu:
-      return RunActivation<Activation::kGelu>(p);
-    case Activation::kGeluTanh:
-      return RunActivation<Activation::kGeluTanh>(p);
-  }
+  ForActivationAndDType(p.activation, p.dtype, [&](auto a, auto t) {
+    RunTyped<decltype(a)::value, decltype(t)::value>(p);
+  });
 }
 
 const char* TargetName() {

@@ -136,27 +136,10 @@ void RunTyped(const BackwardProblem& p) {
   });
 }
 
-template <Activation A>
-void RunActivation(const BackwardProblem& p) {
-  switch (p.dtype) {
-    case DType::kF32:
-      return RunTyped<A, DType::kF32>(p);
-    case DType::kBF16:
-      return RunTyped<A, DType::kBF16>(p);
-    case DType::kF16:
-      return RunTyped<A, DType::kF16>(p);
-  }
-}
-
 void RunBackward(const BackwardProblem& p) {
-  switch (p.activation) {
-    case Activation::kSilu:
-      return RunActivation<Activation::kSilu>(p);
-    case Activation::kGelu:
-      return RunActivation<Activation::kGelu>(p);
-    case Activation::kGeluTanh:
-      return RunActivation<Activation::kGeluTanh>(p);
-  }
+  ForActivationAndDType(p.activation, p.dtype, [&](auto a, auto t) {
+    RunTyped<decltype(a)::value, decltype(t)::value>(p);
+  });
 }
 
 }  // namespace HWY_NAMESPACE
