@@ -51,5 +51,8 @@ Status backward_cpu(Activation activation, const DLTensor* grad_output, const DL
 // backplane_activation_cuda (built when nvcc is found).
 Status forward_cuda(Activation activation, const DLTensor* input, const DLTensor* output,
                     void* stream);
+// The backward on CUDA memory, as forward_cuda.
+Status backward_cuda(Activation activation, const DLTensor* grad_output, const DLTensor* input,
+                     const DLTensor* grad_input, void* stream);
 
 }  // namespace backplane::activation

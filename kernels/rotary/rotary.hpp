@@ -49,5 +49,7 @@ Status backward_cpu(const Tensors& gradients, Style style);
 // CUDA memory (kDLCUDA); `stream` is a cudaStream_t (NULL: the default stream). Defined only in
 // backplane_rotary_cuda (built when nvcc is found).
 Status forward_cuda(const Tensors& tensors, Style style, void* stream);
+// The backward on CUDA memory, as forward_cuda.
+Status backward_cuda(const Tensors& gradients, Style style, void* stream);
 
 }  // namespace backplane::rotary

@@ -200,6 +200,20 @@ void activation_cases(Type t) {
       check_cuda(cudaDeviceSynchronize(), name.c_str());
       if (!ok(backplane::activation::forward_cpu(a, &x.h, &out.h), name + " (cpu)")) continue;
       compare(name, out);
+      // The backward, from an output gradient, against the CPU backward.
+      const std::string bname =
+          std::string(backplane::activation::backward_op_name(a)) + name.substr(name.find(' '));
+      Pair grad({shape[0], shape[1] / 2}, t, 11, 2.0f), grad_input(shape, t, 12, 0.0f);
+      if (!ok(backplane::activation::backward_cuda(a, &grad.d, &x.d, &grad_input.d, nullptr),
+              bname)) {
+        continue;
+      }
+      check_cuda(cudaDeviceSynchronize(), bname.c_str());
+      if (!ok(backplane::activation::backward_cpu(a, &grad.h, &x.h, &grad_input.h),
+              bname + " (cpu)")) {
+        continue;
+      }
+      compare(bname, grad_input);
     }
   }
 }
@@ -235,6 +249,13 @@ void rotary_cases(Type t) {
         if (!ok(backplane::rotary::forward_cpu(host, style), name + " (cpu)")) continue;
         compare(name + " query", q);
         compare(name + " key", k);
+        // The backward (the rotation back), on the rotated values as gradients.
+        if (!ok(backplane::rotary::backward_cuda(dev, style, nullptr), name + " backward"))
+          continue;
+        check_cuda(cudaDeviceSynchronize(), (name + " backward").c_str());
+        if (!ok(backplane::rotary::backward_cpu(host, style), name + " backward (cpu)")) continue;
+        compare(name + " backward query", q);
+        compare(name + " backward key", k);
       }
     }
   }

@@ -24,8 +24,10 @@ __global__ void rotate(Problem p, int64_t heads, bool interleaved) {
     S* x = reinterpret_cast<S*>(r.operand->data) + r.element;
     const float c = to_float(
         reinterpret_cast<const C*>(p.cos.data)[b * p.cos.stride[0] + s * p.cos.stride[1] + i]);
-    const float sn = to_float(
-        reinterpret_cast<const C*>(p.sin.data)[b * p.sin.stride[0] + s * p.sin.stride[1] + i]);
+    // The backward rotates back: -sin.
+    const float sn = (p.inverse ? -1.0f : 1.0f) *
+                     to_float(reinterpret_cast<const C*>(
+                         p.sin.data)[b * p.sin.stride[0] + s * p.sin.stride[1] + i]);
     const int64_t j1 = interleaved ? 2 * i : i;
     const int64_t j2 = interleaved ? 2 * i + 1 : i + p.half;
     const float x1 = to_float(x[j1]), x2 = to_float(x[j2]);
@@ -55,9 +57,11 @@ void launch_table(const Problem& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status forward_cuda(const Tensors& tensors, Style style, void* stream) {
+namespace {
+
+Status run(const Tensors& tensors, Style style, void* stream, bool inverse) {
   Problem p;
-  Status s = make_problem(tensors, style, kernels::Memory::kCuda, &p);
+  Status s = make_problem(tensors, style, kernels::Memory::kCuda, &p, inverse);
   if (!s.ok() || p.batch == 0 || p.seq == 0 || p.half == 0) return s;
   const auto cu_stream = static_cast<cudaStream_t>(stream);
   switch (p.dtype) {
@@ -71,7 +75,17 @@ Status forward_cuda(const Tensors& tensors, Style style, void* stream) {
       launch_table<DType::kF16>(p, cu_stream);
       break;
   }
-  return kernels::gpu::launch_status("rotary_embedding");
+  return kernels::gpu::launch_status(inverse ? "rotary_embedding_backward" : "rotary_embedding");
+}
+
+}  // namespace
+
+Status forward_cuda(const Tensors& tensors, Style style, void* stream) {
+  return run(tensors, style, stream, false);
+}
+
+Status backward_cuda(const Tensors& gradients, Style style, void* stream) {
+  return run(gradients, style, stream, true);
 }
 
 }  // namespace backplane::rotary
