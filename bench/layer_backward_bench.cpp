@@ -12,11 +12,12 @@
 // BACKPLANE_BENCH_THREADS as the other benchmarks (layer_threads()).
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
-#include <dlpack/dlpack.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <string>
 #include <vector>
+
+#include <backplane/torch/dlpack.hpp>
 
 #include "activation/activation.hpp"
 #include "layer_threads.hpp"
@@ -25,20 +26,7 @@
 
 namespace {
 
-// A DLPack view of a contiguous CPU tensor (the tensor outlives it).
-struct View {
-  std::vector<int64_t> shape;
-  DLTensor dl{};
-  explicit View(const at::Tensor& t) : shape(t.sizes().begin(), t.sizes().end()) {
-    dl.data = t.data_ptr();
-    dl.device = {kDLCPU, 0};
-    dl.ndim = static_cast<int32_t>(shape.size());
-    dl.dtype =
-        t.scalar_type() == at::kFloat ? DLDataType{kDLFloat, 32, 1} : DLDataType{kDLBfloat, 16, 1};
-    dl.shape = shape.data();
-  }
-  operator const DLTensor*() const { return &dl; }
-};
+using View = backplane::torch::DLTensorView;
 
 enum class Op { kRmsNorm, kSiluAndMul, kRotary };
 
@@ -148,8 +136,10 @@ void TrainBackplane(benchmark::State& state, const TrainCase* c, bool alloc) {
           gw = at::empty_like(in.weight);
         }
         const View xv(in.x), wv(in.weight), ov(out), gv(in.grad), gxv(gx), gwv(gw);
-        if (!bp::rmsnorm::forward_cpu({xv, wv, nullptr, ov}, 1e-6).ok() ||
-            !bp::rmsnorm::backward_cpu({gv, xv, wv, nullptr, gxv, gwv}, 1e-6).ok()) {
+        if (!bp::rmsnorm::forward_cpu({xv.get(), wv.get(), nullptr, ov.get()}, 1e-6).ok() ||
+            !bp::rmsnorm::backward_cpu(
+                 {gv.get(), xv.get(), wv.get(), nullptr, gxv.get(), gwv.get()}, 1e-6)
+                 .ok()) {
           state.SkipWithError("rms_norm failed");
           return;
         }
@@ -166,8 +156,8 @@ void TrainBackplane(benchmark::State& state, const TrainCase* c, bool alloc) {
           gx = at::empty_like(in.x);
         }
         const View xv(in.x), ov(out), gv(in.grad), gxv(gx);
-        if (!bp::activation::forward_cpu(silu, xv, ov).ok() ||
-            !bp::activation::backward_cpu(silu, gv, xv, gxv).ok()) {
+        if (!bp::activation::forward_cpu(silu, xv.get(), ov.get()).ok() ||
+            !bp::activation::backward_cpu(silu, gv.get(), xv.get(), gxv.get()).ok()) {
           state.SkipWithError("silu_and_mul failed");
           return;
         }
@@ -183,8 +173,12 @@ void TrainBackplane(benchmark::State& state, const TrainCase* c, bool alloc) {
       const at::Tensor cos = in.cos.to(c->dtype), sin = in.sin.to(c->dtype);
       const View qv(q), kv(k), gqv(gq), gkv(gk), cv(cos), sv(sin);
       for (auto _ : state) {
-        if (!bp::rotary::forward_cpu({qv, kv, cv, sv}, bp::rotary::Style::kNeox).ok() ||
-            !bp::rotary::backward_cpu({gqv, gkv, cv, sv}, bp::rotary::Style::kNeox).ok()) {
+        if (!bp::rotary::forward_cpu({qv.get(), kv.get(), cv.get(), sv.get()},
+                                     bp::rotary::Style::kNeox)
+                 .ok() ||
+            !bp::rotary::backward_cpu({gqv.get(), gkv.get(), cv.get(), sv.get()},
+                                      bp::rotary::Style::kNeox)
+                 .ok()) {
           state.SkipWithError("rotary failed");
           return;
         }

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "activation/cpu/activation_math-inl.h"
+#include "activation/dispatch.hpp"
 #include "activation/problem.hpp"
 #include "common/parallel.hpp"
 #include "common/simd-inl.h"
@@ -99,7 +100,7 @@ void RunTyped(const Problem& p) {
 }
 
 void Run(const Problem& p) {
-  ForActivationAndDType(p.activation, p.dtype, [&](auto a, auto t) {
+  for_activation_and_dtype(p.activation, p.dtype, [&](auto a, auto t) {
     RunTyped<decltype(a)::value, decltype(t)::value>(p);
   });
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "activation/cpu/activation_math-inl.h"
+#include "activation/dispatch.hpp"
 #include "activation/problem.hpp"
 #include "common/parallel.hpp"
 #include "common/simd-inl.h"
@@ -137,7 +138,7 @@ void RunTyped(const BackwardProblem& p) {
 }
 
 void RunBackward(const BackwardProblem& p) {
-  ForActivationAndDType(p.activation, p.dtype, [&](auto a, auto t) {
+  for_activation_and_dtype(p.activation, p.dtype, [&](auto a, auto t) {
     RunTyped<decltype(a)::value, decltype(t)::value>(p);
   });
 }

@@ -10,8 +10,6 @@
 
 #include <hwy/highway.h>
 
-#include <type_traits>
-
 #include "activation/activation.hpp"
 #include "common/simd-inl.h"
 
@@ -100,32 +98,6 @@ HWY_INLINE VF Act(DF d, VF x) {
     return Gelu(d, x);
   } else {
     return GeluTanh<T>(d, x);
-  }
-}
-
-// Calls f(std::integral_constant<Activation, A>, std::integral_constant<DType, T>) for the
-// activation and dtype of a call: the kernels are compiled once per pair.
-template <Activation A, class F>
-HWY_INLINE void ForDType(DType t, const F& f) {
-  using Act = std::integral_constant<Activation, A>;
-  switch (t) {
-    case DType::kF32:
-      return f(Act{}, std::integral_constant<DType, DType::kF32>{});
-    case DType::kBF16:
-      return f(Act{}, std::integral_constant<DType, DType::kBF16>{});
-    case DType::kF16:
-      return f(Act{}, std::integral_constant<DType, DType::kF16>{});
-  }
-}
-template <class F>
-HWY_INLINE void ForActivationAndDType(Activation a, DType t, const F& f) {
-  switch (a) {
-    case Activation::kSilu:
-      return ForDType<Activation::kSilu>(t, f);
-    case Activation::kGelu:
-      return ForDType<Activation::kGelu>(t, f);
-    case Activation::kGeluTanh:
-      return ForDType<Activation::kGeluTanh>(t, f);
   }
 }
 

@@ -1,8 +1,9 @@
-// The CUDA gated activations: a grid-stride loop over the output elements; each reads its gate
-// and multiplier from the input row. float32 arithmetic with the CUDA math library's expf,
-// erff and tanhf.
+// The CUDA gated activations and their backward: grid-stride loops over the output elements;
+// each reads its gate and multiplier from the input row. float32 arithmetic with the CUDA math
+// library's expf, erff and tanhf (the backward's slopes: expf and erfcf).
 #include <algorithm>
 
+#include "activation/dispatch.hpp"
 #include "activation/problem.hpp"
 #include "common/cuda_rows.cuh"
 
@@ -81,53 +82,29 @@ __global__ void gated(DeviceRows input, DeviceRows output, int64_t rows, int64_t
   }
 }
 
+constexpr int kThreads = 256;
+
+// Blocks of a grid-stride loop over `total` elements.
+unsigned grid_blocks(int64_t total) {
+  return static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65535 * 8));
+}
+
 template <Activation A, DType T>
 void launch(const Problem& p, cudaStream_t stream) {
   using S = typename kernels::gpu::Storage<T>::type;
-  constexpr int kThreads = 256;
-  const int64_t total = p.rows * p.d;
-  const auto blocks =
-      static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65535 * 8));
   const auto kernel = gated<A, S>;
-  BACKPLANE_LAUNCH(kernel, blocks, kThreads, stream, kernels::gpu::device_rows(p.input),
-                   kernels::gpu::device_rows(p.output), p.rows, p.d);
+  BACKPLANE_LAUNCH(kernel, grid_blocks(p.rows * p.d), kThreads, stream,
+                   kernels::gpu::device_rows(p.input), kernels::gpu::device_rows(p.output), p.rows,
+                   p.d);
 }
 
 template <Activation A, DType T>
 void launch_backward(const BackwardProblem& p, cudaStream_t stream) {
   using S = typename kernels::gpu::Storage<T>::type;
-  constexpr int kThreads = 256;
-  const int64_t total = p.rows * p.d;
-  const auto blocks =
-      static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65535 * 8));
   const auto kernel = gated_backward<A, S>;
-  BACKPLANE_LAUNCH(kernel, blocks, kThreads, stream, kernels::gpu::device_rows(p.grad_output),
-                   kernels::gpu::device_rows(p.input), kernels::gpu::device_rows(p.grad_input),
-                   p.rows, p.d);
-}
-
-template <Activation A>
-void launch_backward_typed(const BackwardProblem& p, cudaStream_t stream) {
-  switch (p.dtype) {
-    case DType::kF32:
-      return launch_backward<A, DType::kF32>(p, stream);
-    case DType::kBF16:
-      return launch_backward<A, DType::kBF16>(p, stream);
-    case DType::kF16:
-      return launch_backward<A, DType::kF16>(p, stream);
-  }
-}
-
-template <Activation A>
-void launch_typed(const Problem& p, cudaStream_t stream) {
-  switch (p.dtype) {
-    case DType::kF32:
-      return launch<A, DType::kF32>(p, stream);
-    case DType::kBF16:
-      return launch<A, DType::kBF16>(p, stream);
-    case DType::kF16:
-      return launch<A, DType::kF16>(p, stream);
-  }
+  BACKPLANE_LAUNCH(kernel, grid_blocks(p.rows * p.d), kThreads, stream,
+                   kernels::gpu::device_rows(p.grad_output), kernels::gpu::device_rows(p.input),
+                   kernels::gpu::device_rows(p.grad_input), p.rows, p.d);
 }
 
 }  // namespace
@@ -137,18 +114,9 @@ Status forward_cuda(Activation activation, const DLTensor* input, const DLTensor
   Problem p;
   Status s = make_problem(activation, input, output, kernels::Memory::kCuda, &p);
   if (!s.ok() || p.rows == 0 || p.d == 0) return s;
-  const auto cu_stream = static_cast<cudaStream_t>(stream);
-  switch (activation) {
-    case Activation::kSilu:
-      launch_typed<Activation::kSilu>(p, cu_stream);
-      break;
-    case Activation::kGelu:
-      launch_typed<Activation::kGelu>(p, cu_stream);
-      break;
-    case Activation::kGeluTanh:
-      launch_typed<Activation::kGeluTanh>(p, cu_stream);
-      break;
-  }
+  for_activation_and_dtype(activation, p.dtype, [&](auto a, auto t) {
+    launch<decltype(a)::value, decltype(t)::value>(p, static_cast<cudaStream_t>(stream));
+  });
   return kernels::gpu::launch_status(op_name(activation));
 }
 
@@ -158,18 +126,9 @@ Status backward_cuda(Activation activation, const DLTensor* grad_output, const D
   Status s =
       make_backward_problem(activation, grad_output, input, grad_input, kernels::Memory::kCuda, &p);
   if (!s.ok() || p.rows == 0 || p.d == 0) return s;
-  const auto cu_stream = static_cast<cudaStream_t>(stream);
-  switch (activation) {
-    case Activation::kSilu:
-      launch_backward_typed<Activation::kSilu>(p, cu_stream);
-      break;
-    case Activation::kGelu:
-      launch_backward_typed<Activation::kGelu>(p, cu_stream);
-      break;
-    case Activation::kGeluTanh:
-      launch_backward_typed<Activation::kGeluTanh>(p, cu_stream);
-      break;
-  }
+  for_activation_and_dtype(activation, p.dtype, [&](auto a, auto t) {
+    launch_backward<decltype(a)::value, decltype(t)::value>(p, static_cast<cudaStream_t>(stream));
+  });
   return kernels::gpu::launch_status(backward_op_name(activation));
 }
 
