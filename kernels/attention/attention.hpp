@@ -66,6 +66,28 @@ struct Tensors {
   const DLTensor* value = nullptr;
   const DLTensor* mask = nullptr;    // optional
   const DLTensor* output = nullptr;  // the kernel writes through output->data
+  // Optional output, what backward() needs: float32 [batch, heads_q, seq_q] (any strides), the
+  // natural log of each row's softmax denominator, log sum_j exp(scale q.k_j + mask_j); -inf for
+  // a row that sees no key. The values of at::_scaled_dot_product_flash_attention_for_cpu's
+  // logsumexp. CPU kernels only (the GPU kernels refuse it).
+  const DLTensor* logsumexp = nullptr;
+};
+
+// The backward's operands: the forward's (query, key, value, mask, output and its saved
+// logsumexp, all as the forward had them), the output's gradient, and the three gradients it
+// writes, each shaped and typed like its operand (grad_key and grad_value summed over the
+// query heads of a group). The mask gets no gradient, as in PyTorch's fused attention.
+struct BackwardTensors {
+  const DLTensor* query = nullptr;
+  const DLTensor* key = nullptr;
+  const DLTensor* value = nullptr;
+  const DLTensor* mask = nullptr;  // optional
+  const DLTensor* output = nullptr;
+  const DLTensor* logsumexp = nullptr;
+  const DLTensor* grad_output = nullptr;  // [batch, heads_q, seq_q, head_dim_v]
+  const DLTensor* grad_query = nullptr;   // written
+  const DLTensor* grad_key = nullptr;     // written
+  const DLTensor* grad_value = nullptr;   // written
 };
 
 // What a call ran on (for tests and logs).
@@ -81,6 +103,14 @@ Status validate(const Tensors& tensors, const Options& options = {});
 
 // Validates, then computes the attention into tensors.output. `info` (out, optional).
 Status forward(const Tensors& tensors, const Options& options = {}, RunInfo* info = nullptr);
+
+// Validates, then writes the gradients of the forward with the same options (causal, scale):
+// FlashAttention-2's backward, the probabilities recomputed tile by tile from the saved
+// logsumexp, float32 accumulation. Options::implementation is not used (one backward serves
+// both). Rows that saw no key get zero gradients. The gradients must not overlap any operand
+// or each other. Deterministic: the same bits for any thread count.
+Status backward(const BackwardTensors& tensors, const Options& options = {},
+                RunInfo* info = nullptr);
 
 // Threads of the process-wide pool; n <= 0 restores the default,
 // std::thread::hardware_concurrency(). Takes effect for the next call.

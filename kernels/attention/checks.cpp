@@ -146,6 +146,35 @@ Status check_mask(const DLTensor& m, const DLTensor& q, const DLTensor& o, kerne
 
 }  // namespace
 
+Status check_logsumexp(const DLTensor* lse, const char* name, const DLTensor& query,
+                       kernels::Memory memory, const CheckedCall& call, StridedView* view) {
+  if (Status s = kernels::check_placement(kOp, lse, name, memory); !s.ok()) return s;
+  if (Status s = check_device(*lse, name, query, memory); !s.ok()) return s;
+  const int64_t want[3] = {call.batch, call.heads_q, call.seq_q};
+  const std::string layout = "[batch, heads_q, seq_q] = [" + std::to_string(want[0]) + ", " +
+                             std::to_string(want[1]) + ", " + std::to_string(want[2]) + "]";
+  if (lse->ndim != 3) {
+    return error(std::string(name) + " must have 3 dims " + layout + ", got " +
+                 std::to_string(lse->ndim) + " dims");
+  }
+  if (Status s = kernels::check_layout(kOp, *lse, name, 3); !s.ok()) return s;
+  for (int i = 0; i < 3; ++i) {
+    if (lse->shape[i] != want[i]) {
+      return error(std::string(name) + " shape " + dims_string(*lse) + " must be " + layout);
+    }
+  }
+  const DLDataType t = lse->dtype;
+  if (t.code != kDLFloat || t.bits != 32 || t.lanes != 1) {
+    return error(std::string(name) + " has dtype " + dtype_string(t) +
+                 "; it must be float32 whatever the query's dtype");
+  }
+  if (Status s = kernels::check_data(kOp, *lse, name); !s.ok()) return s;
+  view->data = base_of(*lse);
+  for (int d = 0; d < 3; ++d) view->stride[d] = stride_of(*lse, d);
+  view->stride[3] = 0;
+  return Status::Ok();
+}
+
 Status check_call(const Tensors& tensors, std::optional<double> scale, kernels::Memory memory,
                   CheckedCall* call) {
   const char* layouts[] = {
@@ -194,7 +223,131 @@ Status check_call(const Tensors& tensors, std::optional<double> scale, kernels::
   if (tensors.mask) {
     if (Status s = check_mask(*tensors.mask, q, o, memory, &c); !s.ok()) return s;
   }
+  if (tensors.logsumexp) {  // written, like the output
+    const DLTensor& lse = *tensors.logsumexp;
+    if (Status s = check_logsumexp(&lse, "logsumexp", q, memory, c, &c.lse); !s.ok()) return s;
+    if (Status s = kernels::check_written(kOp, lse, "logsumexp"); !s.ok()) return s;
+    const DLTensor* others[] = {tensors.query, tensors.key, tensors.value, tensors.output,
+                                tensors.mask};
+    const char* other_names[] = {"query", "key", "value", "output", "mask"};
+    for (int i = 0; i < 5; ++i) {
+      if (others[i] && overlaps(lse, *others[i])) {
+        return error(std::string("logsumexp overlaps ") + other_names[i] +
+                     " in memory; write it to a separate buffer");
+      }
+    }
+  }
   *call = c;
+  return Status::Ok();
+}
+
+}  // namespace backplane::attention
+
+namespace backplane::attention {
+namespace {
+
+constexpr const char* kBackwardOp = "attention_backward";
+
+// The forward's rules report as "attention: ..."; a backward call reports as itself.
+Status as_backward(Status s) {
+  const std::string prefix = std::string(kOp) + ": ";
+  if (!s.ok() && s.message.compare(0, prefix.size(), prefix) == 0) {
+    s.message = std::string(kBackwardOp) + ": " + s.message.substr(prefix.size());
+  }
+  return s;
+}
+
+// A gradient (or the output's gradient) shaped and typed like its operand.
+Status check_gradient(const DLTensor* g, const char* name, const DLTensor& like,
+                      const char* like_name, const char* layout, kernels::Memory memory,
+                      bool written) {
+  if (Status s = check_operand(g, name, layout, memory); !s.ok()) return s;
+  if (Status s = check_device(*g, name, like, memory); !s.ok()) return s;
+  if (!kernels::same_dtype(g->dtype, like.dtype)) {
+    return error(std::string(name) + " has dtype " + dtype_string(g->dtype) + " but " + like_name +
+                 " has " + dtype_string(like.dtype) + "; a gradient has its operand's dtype");
+  }
+  if (Status s = kernels::check_data(kOp, *g, name); !s.ok()) return s;
+  for (int i = 0; i < 4; ++i) {
+    if (g->shape[i] != like.shape[i]) {
+      return error(std::string(name) + " shape " + dims_string(*g) + " must equal " + like_name +
+                   "'s " + dims_string(like));
+    }
+  }
+  if (written) return kernels::check_written(kOp, *g, name);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status check_backward_call(const BackwardTensors& tensors, std::optional<double> scale,
+                           kernels::Memory memory, CheckedBackward* checked) {
+  Tensors fwd;
+  fwd.query = tensors.query;
+  fwd.key = tensors.key;
+  fwd.value = tensors.value;
+  fwd.mask = tensors.mask;
+  fwd.output = tensors.output;
+  CheckedBackward c;
+  if (Status s = check_call(fwd, scale, memory, &c.call); !s.ok()) return as_backward(s);
+  const DLTensor& q = *tensors.query;
+  if (!tensors.logsumexp) {
+    return kernels::invalid(
+        kBackwardOp,
+        "logsumexp is NULL; pass the logsumexp the forward wrote "
+        "(Tensors::logsumexp): the backward recomputes the probabilities from it");
+  }
+  if (Status s = check_logsumexp(tensors.logsumexp, "logsumexp", q, memory, c.call, &c.call.lse);
+      !s.ok()) {
+    return as_backward(s);
+  }
+  struct Gradient {
+    const DLTensor* t;
+    const char* name;
+    const DLTensor* like;
+    const char* like_name;
+    const char* layout;
+    StridedView* view;
+  } grads[] = {
+      {tensors.grad_output, "grad_output", tensors.output, "output",
+       "[batch, heads_q, seq_q, head_dim_v]", &c.grad_out},
+      {tensors.grad_query, "grad_query", tensors.query, "query",
+       "[batch, heads_q, seq_q, head_dim]", &c.grad_q},
+      {tensors.grad_key, "grad_key", tensors.key, "key", "[batch, heads_kv, seq_k, head_dim]",
+       &c.grad_k},
+      {tensors.grad_value, "grad_value", tensors.value, "value",
+       "[batch, heads_kv, seq_k, head_dim_v]", &c.grad_v},
+  };
+  for (int i = 0; i < 4; ++i) {
+    const Gradient& g = grads[i];
+    const bool written = i > 0;
+    Status s = check_gradient(g.t, g.name, *g.like, g.like_name, g.layout, memory, written);
+    if (!s.ok()) return as_backward(s);
+    *g.view = view_of(*g.t);
+  }
+  // What the backward writes overlaps nothing it reads and no other gradient.
+  const DLTensor* read[] = {tensors.query,  tensors.key,       tensors.value,      tensors.mask,
+                            tensors.output, tensors.logsumexp, tensors.grad_output};
+  const char* read_names[] = {"query",  "key",       "value",      "mask",
+                              "output", "logsumexp", "grad_output"};
+  for (int i = 1; i < 4; ++i) {
+    const DLTensor& w = *grads[i].t;
+    for (int r = 0; r < 7; ++r) {
+      if (read[r] && overlaps(w, *read[r])) {
+        return kernels::invalid(kBackwardOp,
+                                std::string(grads[i].name) + " overlaps " + read_names[r] +
+                                    " in memory; write each gradient to its own buffer");
+      }
+    }
+    for (int o = 1; o < i; ++o) {
+      if (overlaps(w, *grads[o].t)) {
+        return kernels::invalid(kBackwardOp,
+                                std::string(grads[i].name) + " overlaps " + grads[o].name +
+                                    " in memory; write each gradient to its own buffer");
+      }
+    }
+  }
+  *checked = c;
   return Status::Ok();
 }
 

@@ -34,11 +34,28 @@ struct CheckedCall {
   StridedView q, k, v, out;
   MaskDtype mask_dtype = MaskDtype::kNone;
   StridedView mask;
+  StridedView lse;  // logsumexp over [batch, heads_q, seq_q]; data NULL when not asked for
 };
 
 // Fills `call` when the arguments follow the rules for tensors in `memory` (device memory: all
 // on query's device); otherwise an InvalidArgument status naming the argument, "attention: ...".
 Status check_call(const Tensors& tensors, std::optional<double> scale, kernels::Memory memory,
                   CheckedCall* call);
+
+// The backward's rules (checks of BackwardTensors, messages "attention_backward: ..."): the
+// forward's operands by check_call's rules, the saved logsumexp, the output's gradient shaped
+// like the output, each gradient shaped like its operand, one dtype for all, and gradients
+// that overlap no operand and no other gradient.
+struct CheckedBackward {
+  CheckedCall call;  // the forward's operands; call.lse is the saved logsumexp
+  StridedView grad_out, grad_q, grad_k, grad_v;
+};
+Status check_backward_call(const BackwardTensors& tensors, std::optional<double> scale,
+                           kernels::Memory memory, CheckedBackward* checked);
+
+// A logsumexp operand of a checked call: float32 [batch, heads_q, seq_q] in `memory` (on
+// query's device); `name` is how the caller calls it ("logsumexp"). Its view goes to `view`.
+Status check_logsumexp(const DLTensor* lse, const char* name, const DLTensor& query,
+                       kernels::Memory memory, const CheckedCall& call, StridedView* view);
 
 }  // namespace backplane::attention

@@ -299,6 +299,73 @@ struct Instance {
   }
 };
 
+// The backward's reference in float64, straight from the definition, on the case's (rounded)
+// inputs: S = scale Q K^T + mask (causal bottom-right), P = softmax(S), and the gradients for
+// an output gradient `dout`; the logsumexp too. All in logical row-major order.
+struct Gradients {
+  std::vector<double> lse, dq, dk, dv;
+};
+inline Gradients reference_backward(const Instance& in, const HostTensor& dout) {
+  const Case& c = in.c;
+  cpu::Problem p;
+  Options o = in.options(Implementation::kEager);
+  (void)cpu::make_problem(in.tensors(), o, &p);
+  const int64_t B = c.batch, HQ = c.heads_q, HK = c.heads_kv, SQ = c.seq_q, SK = c.seq_k;
+  const int64_t D = c.head_dim, DV = c.head_dim_v ? c.head_dim_v : c.head_dim, G = HQ / HK;
+  const std::vector<float> q = in.q.logical(), k = in.k.logical(), v = in.v.logical();
+  const std::vector<float> go = dout.logical();
+  Gradients g;
+  g.lse.assign(static_cast<size_t>(B * HQ * SQ), 0.0);
+  g.dq.assign(q.size(), 0.0);
+  g.dk.assign(k.size(), 0.0);
+  g.dv.assign(v.size(), 0.0);
+  const double scale = p.scale;
+  std::vector<double> prob(static_cast<size_t>(SK)), dprob(static_cast<size_t>(SK));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < HQ; ++h)
+      for (int64_t i = 0; i < SQ; ++i) {
+        const int64_t hk = h / G;
+        const size_t qrow = static_cast<size_t>(((b * HQ + h) * SQ + i) * D);
+        const size_t orow = static_cast<size_t>(((b * HQ + h) * SQ + i) * DV);
+        const size_t kbase = static_cast<size_t>((b * HK + hk) * SK * D);
+        const size_t vbase = static_cast<size_t>((b * HK + hk) * SK * DV);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < SK; ++j) {
+          double s = 0.0;
+          for (int64_t e = 0; e < D; ++e) s += double(q[qrow + e]) * k[kbase + j * D + e];
+          s = s * scale + (in.has_mask ? cpu::mask_bias(p, b, h, i, j) : 0.0f);
+          if (c.causal && j > i + SK - SQ) s = -INFINITY;
+          prob[j] = s;
+          mx = std::max(mx, s);
+        }
+        double& lse = g.lse[static_cast<size_t>((b * HQ + h) * SQ + i)];
+        if (mx == -INFINITY) {
+          lse = -INFINITY;
+          continue;  // no key: zero gradients
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < SK; ++j) sum += std::exp(prob[j] - mx);
+        lse = mx + std::log(sum);
+        double delta = 0.0;
+        for (int64_t j = 0; j < SK; ++j) {
+          prob[j] = std::exp(prob[j] - lse);
+          double dp = 0.0;
+          for (int64_t e = 0; e < DV; ++e) dp += double(go[orow + e]) * v[vbase + j * DV + e];
+          dprob[j] = dp;
+          delta += prob[j] * dp;
+        }
+        for (int64_t j = 0; j < SK; ++j) {
+          const double ds = prob[j] * (dprob[j] - delta) * scale;
+          for (int64_t e = 0; e < DV; ++e) g.dv[vbase + j * DV + e] += prob[j] * go[orow + e];
+          for (int64_t e = 0; e < D; ++e) {
+            g.dq[qrow + e] += ds * k[kbase + j * D + e];
+            g.dk[kbase + j * D + e] += ds * q[qrow + e];
+          }
+        }
+      }
+  return g;
+}
+
 // Normwise relative error: max |a - b| / max |b| (b the reference); both in logical order.
 inline double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0.0, ref = 0.0;
@@ -306,6 +373,16 @@ inline double rel_error(const std::vector<float>& a, const std::vector<float>& b
     const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
     if (!(d <= diff)) diff = d;  // NaN propagates
     ref = std::max(ref, std::fabs(static_cast<double>(b[i])));
+  }
+  return ref > 0.0 ? diff / ref : diff;
+}
+
+inline double rel_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double diff = 0.0, ref = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    if (!(d <= diff)) diff = d;  // NaN propagates
+    ref = std::max(ref, std::fabs(b[i]));
   }
   return ref > 0.0 ? diff / ref : diff;
 }

@@ -32,7 +32,11 @@ Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
     if (!s.ok()) return s;
     const int threads = kernels::ThreadPool::global().threads();
     if (info) *info = RunInfo{"", "", threads};
-    if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0 || p.head_dim_v == 0) return s;
+    if (p.batch == 0 || p.heads_q == 0 || p.seq_q == 0) return s;
+    if (p.head_dim_v == 0) {  // nothing to write but the logsumexp, which eager computes
+      if (p.lse.data) cpu::run_eager(p, threads);
+      return s;
+    }
     switch (options.implementation) {
       case Implementation::kEager:
         cpu::run_eager(p, threads);
@@ -45,6 +49,20 @@ Status forward(const Tensors& tensors, const Options& options, RunInfo* info) {
                 "attention: unknown implementation; expected "
                 "Implementation::kSdpa or kEager"};
     }
+    return s;
+  });
+}
+
+Status backward(const BackwardTensors& tensors, const Options& options, RunInfo* info) {
+  return kernels::guarded_call("attention_backward", " for the kernel's buffers", [&]() -> Status {
+    cpu::BackwardProblem p;
+    Status s = cpu::make_backward_problem(tensors, options, &p);
+    if (!s.ok()) return s;
+    const int threads = kernels::ThreadPool::global().threads();
+    if (info) *info = RunInfo{"", "", threads};
+    // No query rows still leaves grad_key and grad_value to zero.
+    if (p.fwd.batch == 0 || p.fwd.heads_kv == 0) return s;
+    cpu::run_sdpa_backward(p, threads, info);
     return s;
   });
 }

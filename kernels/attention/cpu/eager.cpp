@@ -56,12 +56,14 @@ void eager_head(const Problem& p, int64_t b, int64_t h) {
     float m = neg_inf;
     for (int64_t j = 0; j < sk; ++j) m = std::max(m, s[j]);
     std::fill(o.begin(), o.end(), 0.0f);
+    float lse = neg_inf;
     if (m != neg_inf) {  // else every key is masked: the row is zeros
       float sum = 0.0f;
       for (int64_t j = 0; j < sk; ++j) {
         s[j] = std::exp(s[j] - m);
         sum += s[j];
       }
+      lse = m + std::log(sum);
       for (int64_t j = 0; j < sk; ++j) {
         const float pj = s[j] / sum;
         const float* vj = vf.data() + j * dv;
@@ -70,6 +72,10 @@ void eager_head(const Problem& p, int64_t b, int64_t h) {
     }
     for (int64_t c = 0; c < dv; ++c)
       out[i * p.out.stride[2] + c * p.out.stride[3]] = S::store(o[c]);
+    if (p.lse.data) {
+      float* l = static_cast<float*>(const_cast<void*>(p.lse.data));
+      l[b * p.lse.stride[0] + h * p.lse.stride[1] + i * p.lse.stride[2]] = lse;
+    }
   }
 }
 

@@ -34,6 +34,7 @@ struct Problem {
   Operand mask;
   bool causal = false;
   float scale = 1.0f;
+  Operand lse;  // logsumexp over [batch, heads, seq_q] (stride[3] unused); data NULL: none
 
   int64_t group() const { return heads_q / heads_kv; }
   // Causal limit of query i: the last key index it may see (may be negative: sees none).
@@ -43,10 +44,21 @@ struct Problem {
 // Built by validate(); `problem` is filled only when the status is ok.
 Status make_problem(const Tensors& tensors, const Options& options, Problem* problem);
 
+// A validated backward call: the forward's Problem (`out` its output, `lse` its saved
+// logsumexp) and the gradients, over the same dims as the operands they belong to.
+struct BackwardProblem {
+  Problem fwd;
+  Operand grad_out, grad_q, grad_k, grad_v;
+};
+Status make_backward_problem(const BackwardTensors& tensors, const Options& options,
+                             BackwardProblem* problem);
+
 // The implementations; the Problem is valid and non-empty.
 void run_eager(const Problem& p, int threads);
 // Fills info's target and tile_kernel (info may be NULL).
 void run_sdpa(const Problem& p, int threads, RunInfo* info);
+// The backward (sdpa_backward.cpp); fills info's target and tile_kernel (info may be NULL).
+void run_sdpa_backward(const BackwardProblem& p, int threads, RunInfo* info);
 // The Highway target run_sdpa dispatches to now.
 const char* sdpa_target();
 // Whether bf16 tiles run on AMX here (with the AVX3 target); asks Linux for the AMX state once.

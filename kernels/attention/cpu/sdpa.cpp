@@ -61,7 +61,7 @@ void RunAll(const Problem& p, const Plan& plan, int threads, BlockFn run_block) 
     const int64_t bh = block / nrb, rb = block % nrb;
     BlockBuffers buf = AllocBuffers(p, plan);
     MergeSplits(p, plan, bh / p.heads_kv, bh % p.heads_kv, rb,
-                partials + block * plan.splits * stride, buf.o, buf.l);
+                partials + block * plan.splits * stride, buf.o, buf.m, buf.l);
   });
 }
 

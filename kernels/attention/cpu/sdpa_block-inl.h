@@ -181,8 +181,10 @@ HWY_INLINE void ScaleRowTo(const float* src, float inv, int64_t n, void* dst) {
 }
 
 // out[b, h, qi, :] = O[i][:] / l[i] for the block's rows; zeros where l == 0 (no key seen).
+// With a logsumexp output also lse[b, h, qi] = ln(l[i] 2^m[i]) (m in the log2 domain), -inf
+// where no key was seen.
 void StoreBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t rb,
-                const float* o, const float* l) {
+                const float* o, const float* m, const float* l) {
   const int64_t bq = plan.bq;
   const int64_t row0 = rb * bq;
   const int64_t nrows = std::min(bq, plan.rows - row0);
@@ -191,6 +193,12 @@ void StoreBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64
     const int64_t r = row0 + i, g = r / p.seq_q, qi = r % p.seq_q;
     const int64_t h = hk * p.group() + g;
     const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+    if (p.lse.data) {
+      constexpr float kLn2 = 0.6931471805599453f;
+      float* lse = static_cast<float*>(const_cast<void*>(p.lse.data));
+      lse[b * p.lse.stride[0] + h * p.lse.stride[1] + qi * p.lse.stride[2]] =
+          l[i] > 0.0f ? (m[i] + std::log2(l[i])) * kLn2 : -std::numeric_limits<float>::infinity();
+    }
     const float* src = o + i * plan.dvp;
     const int64_t base = b * p.out.stride[0] + h * p.out.stride[1] + qi * p.out.stride[2];
     if (cs == 1) {  // rows as they lie: vectors
@@ -403,7 +411,7 @@ void FinishBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int6
     std::memcpy(partial + bq * dvp + bq, buf.l, static_cast<size_t>(bq) * sizeof(float));
     return;
   }
-  StoreBlock(p, plan, b, hk, rb, buf.o, buf.l);
+  StoreBlock(p, plan, b, hk, rb, buf.o, buf.m, buf.l);
 }
 
 // The kv range [lo, hi) of a split, cut at the last key any of the rows sees. Blocks start
@@ -646,7 +654,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
 
 // Merges the splits of one block: O = sum_s O_s 2^(m_s - m), l = sum_s l_s 2^(m_s - m).
 void MergeSplits(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t rb,
-                 const float* partials, float* o, float* l) {
+                 const float* partials, float* o, float* m_out, float* l) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t bq = plan.bq, dvp = plan.dvp;
@@ -670,8 +678,9 @@ void MergeSplits(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int6
       }
     }
     l[i] = lsum;
+    m_out[i] = m_use;
   }
-  StoreBlock(p, plan, b, hk, rb, o, l);
+  StoreBlock(p, plan, b, hk, rb, o, m_out, l);
 }
 
 // bk: keys per kv block, a multiple of kQkRows (fp32 panels) and of 32 (AMX pairs); 0 for the

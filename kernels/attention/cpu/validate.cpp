@@ -22,11 +22,7 @@ MaskKind mask_kind(MaskDtype mask, DType dtype) {
   return MaskKind::kNone;
 }
 
-}  // namespace
-
-Status make_problem(const Tensors& tensors, const Options& options, Problem* problem) {
-  CheckedCall c;
-  if (Status s = check_call(tensors, options.scale, kernels::Memory::kHost, &c); !s.ok()) return s;
+Problem problem_of(const CheckedCall& c, const Options& options) {
   Problem p;
   p.dtype = c.dtype;
   p.batch = c.batch;
@@ -44,6 +40,30 @@ Status make_problem(const Tensors& tensors, const Options& options, Problem* pro
   p.mask = c.mask;
   p.causal = options.causal;
   p.scale = static_cast<float>(c.scale);
+  p.lse = c.lse;
+  return p;
+}
+
+}  // namespace
+
+Status make_problem(const Tensors& tensors, const Options& options, Problem* problem) {
+  CheckedCall c;
+  if (Status s = check_call(tensors, options.scale, kernels::Memory::kHost, &c); !s.ok()) return s;
+  *problem = problem_of(c, options);
+  return Status::Ok();
+}
+
+Status make_backward_problem(const BackwardTensors& tensors, const Options& options,
+                             BackwardProblem* problem) {
+  CheckedBackward c;
+  Status s = check_backward_call(tensors, options.scale, kernels::Memory::kHost, &c);
+  if (!s.ok()) return s;
+  BackwardProblem p;
+  p.fwd = problem_of(c.call, options);
+  p.grad_out = c.grad_out;
+  p.grad_q = c.grad_q;
+  p.grad_k = c.grad_k;
+  p.grad_v = c.grad_v;
   *problem = p;
   return Status::Ok();
 }

@@ -101,6 +101,11 @@ Status make_params(const Tensors& tensors, bool causal, std::optional<double> sc
                    Platform platform, Params* params) {
   CheckedCall c;
   if (Status s = check_call(tensors, scale, memory_of(platform), &c); !s.ok()) return s;
+  if (tensors.logsumexp) {
+    return kernels::invalid("attention",
+                            "logsumexp is not written by the GPU kernels yet; pass NULL (the "
+                            "CPU kernels write it, for backward())");
+  }
   if (Status s = check_launch(c, kernel); !s.ok()) return s;
 
   Params p{};

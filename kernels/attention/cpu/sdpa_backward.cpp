@@ -1,0 +1,462 @@
+// The sdpa backward: FlashAttention-2's algorithm on fp32 register tiles. The probabilities are
+// recomputed block by block from the forward's logsumexp, never stored whole:
+//
+//   P  = exp(scale Q K^T + mask - lse)      one [query block x key block] tile at a time
+//   dV += P^T dO        dP = dO V^T        dS = P * (dP - D),  D = rowsum(dO * O)
+//   dK += scale dS^T Q  dQ += scale dS K
+//
+// One work item is one kv head (batch, kv head) with all the query rows of its group: it owns
+// that head's dK, dV and dQ outright, so there are no atomics and no cross-thread sums, and
+// every thread count gives the same bits. Per item the operands are converted to fp32 once
+// (K and V also transposed, per key block, for the products that take them as columns); the
+// key blocks are the outer loop (dK and dV of a block stay in L1/L2), the query blocks the
+// inner one. Every product is one kind of register tile: C[m][:] += A(m, k) B[k][:], A's
+// scalars broadcast (either layout), B's rows loaded as vectors.
+//
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/sdpa_backward.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// foreach_target.h first: it re-includes this file once per target.
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "common/simd-inl.h"
+#include "common/thread_pool.hpp"
+#include "cpu/problem.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::attention::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace {  // per target and per file: these names must not meet the forward's
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+using kernels::HWY_NAMESPACE::Exp2F;
+using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::StoreF;
+
+constexpr float kLog2e = 1.4426950408889634f;
+// Query rows and keys per tile pair: both multiples of kMr; 64 x 64 fp32 tiles (16 KiB) keep
+// P, dS and the mask bias in L1.
+constexpr int64_t kBr = 64;
+constexpr int64_t kBc = 64;
+// Register tile: kMr rows of C x kNv vectors (32 vector registers on AVX-512, 16 on AVX2).
+constexpr int kMr = 4;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int kNv = 4;
+#else
+constexpr int kNv = 2;
+#endif
+
+int64_t RoundUp(int64_t n, int64_t m) {
+  return (n + m - 1) / m * m;
+}
+
+// ------------------------------------------------------------------ the products
+
+// C[r][0, NV vectors) (+)= sum_k A(r, k) B[k][..] for kMr rows; A(r, k) = a[r * a_m + k * a_k].
+template <int NV>
+HWY_INLINE void Tile(int64_t depth, const float* HWY_RESTRICT a, int64_t a_m, int64_t a_k,
+                     const float* HWY_RESTRICT b, int64_t ldb, float* HWY_RESTRICT c, int64_t ldc,
+                     bool accumulate) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  VF acc[kMr][NV];
+  for (int r = 0; r < kMr; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = accumulate ? hn::LoadU(d, c + r * ldc + v * N) : hn::Zero(d);
+  for (int64_t k = 0; k < depth; ++k) {
+    VF bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = hn::LoadU(d, b + k * ldb + v * N);
+    const float* ak = a + k * a_k;
+    for (int r = 0; r < kMr; ++r) {
+      const VF av = hn::Set(d, ak[r * a_m]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < kMr; ++r)
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * N);
+}
+
+// C[rows][cols] (+)= A B: rows a multiple of kMr, cols of the lanes, depth any.
+void Gemm(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_m, int64_t a_k,
+          const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t m0 = 0; m0 < rows; m0 += kMr) {
+    const float* am = a + m0 * a_m;
+    float* cm = c + m0 * ldc;
+    int64_t n0 = 0;
+    for (; n0 + kNv * N <= cols; n0 += kNv * N)
+      Tile<kNv>(depth, am, a_m, a_k, b + n0, ldb, cm + n0, ldc, accumulate);
+    if (kNv > 2 && n0 + 2 * N <= cols) {
+      Tile<2>(depth, am, a_m, a_k, b + n0, ldb, cm + n0, ldc, accumulate);
+      n0 += 2 * N;
+    }
+    if (n0 < cols) Tile<1>(depth, am, a_m, a_k, b + n0, ldb, cm + n0, ldc, accumulate);
+  }
+}
+
+// ------------------------------------------------------------------ operands in fp32
+
+// dst[0..n) = float(src[i * stride]), src of dtype t.
+void LoadRow(DType t, const void* src, int64_t stride, int64_t n, float* dst) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  if (stride == 1) {
+    switch (t) {
+      case DType::kF32:
+        std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+        return;
+      case DType::kBF16:
+        for (; i + N <= n; i += N) hn::StoreU(LoadF<DType::kBF16>(d, src, i), d, dst + i);
+        break;
+      case DType::kF16:
+        for (; i + N <= n; i += N) hn::StoreU(LoadF<DType::kF16>(d, src, i), d, dst + i);
+        break;
+    }
+  }
+  for (; i < n; ++i) {
+    switch (t) {
+      case DType::kF32:
+        dst[i] = static_cast<const float*>(src)[i * stride];
+        break;
+      case DType::kBF16:
+        dst[i] = bf16_to_f32(static_cast<const uint16_t*>(src)[i * stride]);
+        break;
+      case DType::kF16:
+        dst[i] = f16_to_f32(static_cast<const uint16_t*>(src)[i * stride]);
+        break;
+    }
+  }
+}
+
+// dst[i * stride] = src[i] * factor in dtype t, for i < n.
+void StoreRow(DType t, const float* src, float factor, int64_t n, void* dst, int64_t stride) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF f = hn::Set(d, factor);
+  int64_t i = 0;
+  if (stride == 1) {
+    switch (t) {
+      case DType::kF32:
+        for (; i + N <= n; i += N)
+          StoreF<DType::kF32>(d, hn::Mul(hn::LoadU(d, src + i), f), dst, i);
+        break;
+      case DType::kBF16:
+        for (; i + N <= n; i += N)
+          StoreF<DType::kBF16>(d, hn::Mul(hn::LoadU(d, src + i), f), dst, i);
+        break;
+      case DType::kF16:
+        for (; i + N <= n; i += N)
+          StoreF<DType::kF16>(d, hn::Mul(hn::LoadU(d, src + i), f), dst, i);
+        break;
+    }
+  }
+  for (; i < n; ++i) {
+    const float x = src[i] * factor;
+    switch (t) {
+      case DType::kF32:
+        static_cast<float*>(dst)[i * stride] = x;
+        break;
+      case DType::kBF16:
+        static_cast<uint16_t*>(dst)[i * stride] = f32_to_bf16(x);
+        break;
+      case DType::kF16:
+        static_cast<uint16_t*>(dst)[i * stride] = f32_to_f16(x);
+        break;
+    }
+  }
+}
+
+// Row (i0, i1, i2) of an operand; the gradients' rows are written (WritableRow).
+const void* Row(const Operand& o, DType t, int64_t i0, int64_t i1, int64_t i2) {
+  const int64_t off = i0 * o.stride[0] + i1 * o.stride[1] + i2 * o.stride[2];
+  return static_cast<const char*>(o.data) + off * static_cast<int64_t>(dtype_size(t));
+}
+void* WritableRow(const Operand& o, DType t, int64_t i0, int64_t i1, int64_t i2) {
+  return const_cast<void*>(Row(o, t, i0, i1, i2));
+}
+
+// ------------------------------------------------------------------ one kv head
+
+// The fp32 buffers of one work item, in the worker's scratch (kept between calls).
+struct HeadBuffers {
+  float* q;           // [rows_p][dp]   Q rows of the group, zero padded
+  float* dout;        // [rows_p][dvp]  dO rows
+  float* dq;          // [rows_p][dp]   dQ accumulator (unscaled)
+  float* delta;       // [rows_p]       D = rowsum(dO * O)
+  float* lse2;        // [rows_p]       logsumexp in the log2 domain; +inf: the row sees no key
+  float* k;           // [sk_p][dp]     K rows
+  float* kt;          // [sk_p / kBc][d][kBc]   K^T per key block
+  float* vt;          // [sk_p / kBc][dv][kBc]  V^T per key block
+  float* dk;          // [kBc][dp]      dK of the key block
+  float* dv;          // [kBc][dvp]     dV of the key block
+  float* p;           // [kBr][kBc]     P
+  float* ds;          // [kBr][kBc]     dP, then dS
+  float* bias;        // [kBr][kBc]     mask bias (log2 domain)
+  float* row;         // one O or V row
+  int64_t* lim;       // [rows_p]       last key each row sees (-1: none)
+  int64_t* mask_off;  // [rows_p]  mask offset of each row
+};
+
+struct Dims {
+  int64_t rows, rows_p, sk_p, dp, dvp;
+};
+
+Dims DimsOf(const Problem& p) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  Dims m;
+  m.rows = p.group() * p.seq_q;
+  m.rows_p = RoundUp(m.rows, kBr);
+  m.sk_p = RoundUp(p.seq_k, kBc);
+  m.dp = RoundUp(p.head_dim, N);
+  m.dvp = RoundUp(p.head_dim_v, N);
+  return m;
+}
+
+HeadBuffers AllocHeadBuffers(const Problem& p, const Dims& m) {
+  static thread_local hwy::AlignedFreeUniquePtr<float[]> storage;
+  static thread_local size_t capacity = 0;
+  const size_t rows = static_cast<size_t>(m.rows_p), sk = static_cast<size_t>(m.sk_p);
+  const size_t dp = static_cast<size_t>(m.dp), dvp = static_cast<size_t>(m.dvp);
+  const size_t d = static_cast<size_t>(p.head_dim), dv = static_cast<size_t>(p.head_dim_v);
+  const size_t tile = static_cast<size_t>(kBr * kBc);
+  HeadBuffers h{};
+  struct Slot {
+    float** ptr;
+    size_t floats;
+  } slots[] = {{&h.q, rows * dp},  {&h.dout, rows * dvp},
+               {&h.dq, rows * dp}, {&h.delta, rows},
+               {&h.lse2, rows},    {&h.k, sk * dp},
+               {&h.kt, sk * d},    {&h.vt, sk * dv},
+               {&h.dk, kBc * dp},  {&h.dv, kBc * dvp},
+               {&h.p, tile},       {&h.ds, tile},
+               {&h.bias, tile},    {&h.row, std::max(dp, dvp)}};
+  auto align = [](size_t n) { return (n + 15) / 16 * 16; };
+  size_t total = 2 * align(2 * rows);  // lim and mask_off: int64 each
+  for (const Slot& s : slots) total += align(s.floats);
+  if (total > capacity) {
+    storage = hwy::AllocateAligned<float>(total);
+    if (!storage) throw std::bad_alloc();
+    capacity = total;
+  }
+  float* base = storage.get();
+  for (const Slot& s : slots) {
+    *s.ptr = base;
+    base += align(s.floats);
+  }
+  h.lim = reinterpret_cast<int64_t*>(base);
+  h.mask_off = reinterpret_cast<int64_t*>(base + align(2 * rows));
+  return h;
+}
+
+// Q, dO, D, the logsumexp and each row's limits for the group's rows; K, K^T and V^T.
+void LoadHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
+              const HeadBuffers& h) {
+  const Problem& p = bp.fwd;
+  const DType t = p.dtype;
+  const int64_t D = p.head_dim, DV = p.head_dim_v, sk = p.seq_k;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < m.rows_p; ++r) {
+    float* q = h.q + r * m.dp;
+    float* dout = h.dout + r * m.dvp;
+    if (r >= m.rows) {  // padding: no key, zero operands
+      std::fill(q, q + m.dp, 0.0f);
+      std::fill(dout, dout + m.dvp, 0.0f);
+      h.delta[r] = 0.0f;
+      h.lse2[r] = inf;
+      h.lim[r] = -1;
+      h.mask_off[r] = 0;
+      continue;
+    }
+    const int64_t g = r / p.seq_q, qi = r % p.seq_q, hq = hk * p.group() + g;
+    LoadRow(t, Row(p.q, t, b, hq, qi), p.q.stride[3], D, q);
+    std::fill(q + D, q + m.dp, 0.0f);
+    LoadRow(t, Row(bp.grad_out, t, b, hq, qi), bp.grad_out.stride[3], DV, dout);
+    std::fill(dout + DV, dout + m.dvp, 0.0f);
+    LoadRow(t, Row(p.out, t, b, hq, qi), p.out.stride[3], DV, h.row);
+    float delta = 0.0f;
+    for (int64_t c = 0; c < DV; ++c) delta += dout[c] * h.row[c];
+    h.delta[r] = delta;
+    const float lse = *static_cast<const float*>(Row(p.lse, DType::kF32, b, hq, qi));
+    h.lse2[r] = lse == -inf ? inf : lse * kLog2e;
+    const int64_t last = p.causal ? std::min(p.causal_last_key(qi), sk - 1) : sk - 1;
+    h.lim[r] = std::max<int64_t>(last, -1);
+    h.mask_off[r] = b * p.mask.stride[0] + hq * p.mask.stride[1] + qi * p.mask.stride[2];
+  }
+  for (int64_t j = 0; j < m.sk_p; ++j) {
+    float* k = h.k + j * m.dp;
+    float* kt = h.kt + (j / kBc) * D * kBc + j % kBc;
+    float* vt = h.vt + (j / kBc) * DV * kBc + j % kBc;
+    if (j >= sk) {
+      std::fill(k, k + m.dp, 0.0f);
+      for (int64_t c = 0; c < D; ++c) kt[c * kBc] = 0.0f;
+      for (int64_t c = 0; c < DV; ++c) vt[c * kBc] = 0.0f;
+      continue;
+    }
+    LoadRow(t, Row(p.k, t, b, hk, j), p.k.stride[3], D, k);
+    std::fill(k + D, k + m.dp, 0.0f);
+    for (int64_t c = 0; c < D; ++c) kt[c * kBc] = k[c];
+    LoadRow(t, Row(p.v, t, b, hk, j), p.v.stride[3], DV, h.row);
+    for (int64_t c = 0; c < DV; ++c) vt[c * kBc] = h.row[c];
+  }
+}
+
+// bias[r][c] = the mask at (row r0 + r, key j0 + c), log2 domain, for keys below seq_k.
+void FillBias(const Problem& p, const HeadBuffers& h, int64_t r0, int64_t j0) {
+  const int64_t nk = std::min(kBc, p.seq_k - j0);
+  const int64_t s3 = p.mask.stride[3];
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < kBr; ++r) {
+    float* row = h.bias + r * kBc;
+    const int64_t base = h.mask_off[r0 + r] + j0 * s3;
+    switch (p.mask_kind) {
+      case MaskKind::kNone:
+        break;
+      case MaskKind::kBool: {
+        const auto* mk = static_cast<const uint8_t*>(p.mask.data) + base;
+        for (int64_t c = 0; c < nk; ++c) row[c] = mk[c * s3] ? 0.0f : neg_inf;
+        break;
+      }
+      case MaskKind::kAdditiveF32: {
+        const auto* mk = static_cast<const float*>(p.mask.data) + base;
+        for (int64_t c = 0; c < nk; ++c) row[c] = mk[c * s3] * kLog2e;
+        break;
+      }
+      case MaskKind::kAdditiveBF16: {
+        const auto* mk = static_cast<const uint16_t*>(p.mask.data) + base;
+        for (int64_t c = 0; c < nk; ++c) row[c] = bf16_to_f32(mk[c * s3]) * kLog2e;
+        break;
+      }
+      case MaskKind::kAdditiveF16: {
+        const auto* mk = static_cast<const uint16_t*>(p.mask.data) + base;
+        for (int64_t c = 0; c < nk; ++c) row[c] = f16_to_f32(mk[c * s3]) * kLog2e;
+        break;
+      }
+    }
+    std::fill(row + nk, row + kBc, 0.0f);  // past seq_k: masked by the limits
+  }
+}
+
+// P = 2^(S scale2 + bias - lse2) in place of S, zero past each row's last key (and below
+// 2^-126, as the forward's probabilities).
+void Probabilities(const Problem& p, const HeadBuffers& h, int64_t r0, int64_t j0,
+                   bool masked_keys) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF scale2 = hn::Set(d, p.scale * kLog2e);
+  const VF floor = hn::Set(d, -126.0f);
+  const bool bias = p.mask_kind != MaskKind::kNone;
+  const auto lanes = hn::Iota(d, 0.0f);
+  for (int64_t r = 0; r < kBr; ++r) {
+    float* s = h.p + r * kBc;
+    const VF shift = hn::Set(d, h.lse2[r0 + r]);
+    const VF last = hn::Set(d, static_cast<float>(h.lim[r0 + r] - j0));
+    for (int64_t c = 0; c < kBc; c += N) {
+      VF x = hn::MulSub(hn::LoadU(d, s + c), scale2, shift);
+      if (bias) x = hn::Add(x, hn::LoadU(d, h.bias + r * kBc + c));
+      auto dead = hn::Lt(x, floor);
+      if (masked_keys)
+        dead = hn::Or(dead, hn::Gt(hn::Add(lanes, hn::Set(d, static_cast<float>(c))), last));
+      hn::StoreU(hn::IfThenZeroElse(dead, Exp2F(d, x)), d, s + c);
+    }
+  }
+}
+
+// dS = P * (dP - D) in place of dP.
+void ScoreGradients(const HeadBuffers& h, int64_t r0) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t r = 0; r < kBr; ++r) {
+    const VF delta = hn::Set(d, h.delta[r0 + r]);
+    float* ds = h.ds + r * kBc;
+    const float* pr = h.p + r * kBc;
+    for (int64_t c = 0; c < kBc; c += N) {
+      hn::StoreU(hn::Mul(hn::LoadU(d, pr + c), hn::Sub(hn::LoadU(d, ds + c), delta)), d, ds + c);
+    }
+  }
+}
+
+void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk) {
+  const Problem& p = bp.fwd;
+  const HeadBuffers h = AllocHeadBuffers(p, m);
+  LoadHead(bp, m, b, hk, h);
+  std::fill(h.dq, h.dq + m.rows_p * m.dp, 0.0f);
+  const int64_t D = p.head_dim, DV = p.head_dim_v, sk = p.seq_k;
+  const int64_t row_blocks = m.rows_p / kBr;
+  for (int64_t j0 = 0; j0 < m.sk_p; j0 += kBc) {
+    std::fill(h.dk, h.dk + kBc * m.dp, 0.0f);
+    std::fill(h.dv, h.dv + kBc * m.dvp, 0.0f);
+    const float* kt = h.kt + (j0 / kBc) * D * kBc;
+    const float* vt = h.vt + (j0 / kBc) * DV * kBc;
+    for (int64_t ib = 0; ib < row_blocks; ++ib) {
+      const int64_t r0 = ib * kBr;
+      int64_t lim_min = h.lim[r0], lim_max = h.lim[r0];
+      for (int64_t r = r0 + 1; r < r0 + kBr; ++r) {
+        lim_min = std::min(lim_min, h.lim[r]);
+        lim_max = std::max(lim_max, h.lim[r]);
+      }
+      if (lim_max < j0) continue;  // no row of the block sees these keys
+      const bool masked_keys = lim_min < j0 + kBc - 1;
+      Gemm(kBr, kBc, D, h.q + r0 * m.dp, m.dp, 1, kt, kBc, h.p, kBc, false);
+      if (p.mask_kind != MaskKind::kNone) FillBias(p, h, r0, j0);
+      Probabilities(p, h, r0, j0, masked_keys);
+      Gemm(kBc, m.dvp, kBr, h.p, 1, kBc, h.dout + r0 * m.dvp, m.dvp, h.dv, m.dvp, true);
+      Gemm(kBr, kBc, DV, h.dout + r0 * m.dvp, m.dvp, 1, vt, kBc, h.ds, kBc, false);
+      ScoreGradients(h, r0);
+      Gemm(kBc, m.dp, kBr, h.ds, 1, kBc, h.q + r0 * m.dp, m.dp, h.dk, m.dp, true);
+      Gemm(kBr, m.dp, kBc, h.ds, kBc, 1, h.k + j0 * m.dp, m.dp, h.dq + r0 * m.dp, m.dp, true);
+    }
+    for (int64_t c = 0; c < kBc && j0 + c < sk; ++c) {
+      StoreRow(p.dtype, h.dk + c * m.dp, p.scale, D, WritableRow(bp.grad_k, p.dtype, b, hk, j0 + c),
+               bp.grad_k.stride[3]);
+      StoreRow(p.dtype, h.dv + c * m.dvp, 1.0f, DV, WritableRow(bp.grad_v, p.dtype, b, hk, j0 + c),
+               bp.grad_v.stride[3]);
+    }
+  }
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const int64_t g = r / p.seq_q, qi = r % p.seq_q, hq = hk * p.group() + g;
+    StoreRow(p.dtype, h.dq + r * m.dp, p.scale, D, WritableRow(bp.grad_q, p.dtype, b, hq, qi),
+             bp.grad_q.stride[3]);
+  }
+}
+
+}  // namespace
+
+void RunBackward(const BackwardProblem& bp, int threads, RunInfo* info) {
+  const Problem& p = bp.fwd;
+  const Dims m = DimsOf(p);
+  if (info) {
+    info->target = hwy::TargetName(HWY_TARGET);
+    info->tile_kernel = "f32-fma";
+  }
+  kernels::ThreadPool::global().parallel_for(p.batch * p.heads_kv, threads, [&](int64_t item, int) {
+    BackwardHead(bp, m, item / p.heads_kv, item % p.heads_kv);
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace backplane::attention::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace backplane::attention::cpu {
+
+HWY_EXPORT(RunBackward);
+
+void run_sdpa_backward(const BackwardProblem& p, int threads, RunInfo* info) {
+  HWY_DYNAMIC_DISPATCH(RunBackward)(p, threads, info);
+}
+
+}  // namespace backplane::attention::cpu
+#endif  // HWY_ONCE
