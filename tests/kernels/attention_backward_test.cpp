@@ -181,17 +181,51 @@ INSTANTIATE_TEST_SUITE_P(Targets, BackwardPerTarget,
                            return std::string(hwy::TargetName(i.param));
                          });
 
+// bf16 takes the AMX tiles where the CPU and the OS allow them, else the fp32 tiles; both
+// paths on this CPU, the same cases.
+TEST(AttentionBackward, Bf16OnAmxAndOnTheFp32Tiles) {
+  const bool amx_here = has_amx_bf16() && std::string(dispatch_target()).rfind("AVX3", 0) == 0;
+  std::printf("bf16 backward tiles here: %s\n", amx_here ? "amx-bf16" : "f32-fma");
+  for (const Case& c :
+       {Case{"bf16_bool_gqa", 2, 4, 2, 100, 150, 96, true, DType::kBF16, MaskType::kBool},
+        Case{"bf16_d80_additive",
+             1,
+             2,
+             2,
+             64,
+             64,
+             80,
+             false,
+             DType::kBF16,
+             MaskType::kAdditive,
+             {},
+             true}}) {
+    for (const bool amx : {true, false}) {
+      cpu::set_amx_enabled(amx);
+      Training t(c);
+      RunInfo info;
+      ASSERT_TRUE(t.run(Implementation::kSdpa, &info).ok());
+      EXPECT_STREQ(info.tile_kernel, amx && amx_here ? "amx-bf16" : "f32-fma") << c.name;
+      ExpectGradients(t, testing::reference_backward(t.in, t.dout),
+                      c.name + (amx ? " (amx allowed)" : " (fp32 tiles)"));
+    }
+  }
+  cpu::set_amx_enabled(true);
+}
+
 TEST(AttentionBackward, SameBitsWithOneAndManyThreads) {
-  Training t(Case{"t", 2, 8, 2, 100, 100, 64, true, DType::kF32, MaskType::kAdditive});
-  set_num_threads(1);
-  ASSERT_TRUE(t.run().ok());
-  const std::vector<float> dq = t.dq.logical(), dk = t.dk.logical(), dv = t.dv.logical();
-  set_num_threads(3);
-  ASSERT_TRUE(t.run().ok());
-  set_num_threads(0);
-  EXPECT_EQ(t.dq.logical(), dq);
-  EXPECT_EQ(t.dk.logical(), dk);
-  EXPECT_EQ(t.dv.logical(), dv);
+  for (const DType dt : {DType::kF32, DType::kBF16}) {
+    Training t(Case{"t", 2, 8, 2, 100, 100, 64, true, dt, MaskType::kAdditive});
+    set_num_threads(1);
+    ASSERT_TRUE(t.run().ok());
+    const std::vector<float> dq = t.dq.logical(), dk = t.dk.logical(), dv = t.dv.logical();
+    set_num_threads(3);
+    ASSERT_TRUE(t.run().ok());
+    set_num_threads(0);
+    EXPECT_EQ(t.dq.logical(), dq) << testing::dtype_name(dt);
+    EXPECT_EQ(t.dk.logical(), dk) << testing::dtype_name(dt);
+    EXPECT_EQ(t.dv.logical(), dv) << testing::dtype_name(dt);
+  }
 }
 
 // ------------------------------------------------------------------ edge cases

@@ -11,6 +11,7 @@
 
 #include <hwy/highway.h>
 
+#include "cpu/amx-inl.h"
 #include "cpu/sdpa_block-inl.h"
 #include "cpu/sdpa_dpbf16-inl.h"
 
@@ -35,67 +36,6 @@ enum class Bf16Tiles { kNone, kAmx, kDpbf16 };
 // the fp32 code above. Highway 1.0.3 has no AMX, hence intrinsics in functions built for
 // amx-tile/amx-bf16 on top of the AVX3 target, run only where the CPU and OS allow AMX.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-#ifndef BACKPLANE_AMX_TARGET
-#define BACKPLANE_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512bf16")))
-#endif
-
-// Palette 1, all eight tiles 16 rows x 64 bytes: tiles 0-3 accumulate, 4-5 hold A, 6-7 hold B.
-BACKPLANE_AMX_TARGET HWY_INLINE void AmxConfigure() {
-  struct alignas(64) {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-  } cfg;
-  std::memset(&cfg, 0, sizeof(cfg));
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
-
-// 16-bit lanes [a0..a15, b0..b15] -> pairs [a0 b0 a1 b1 ...].
-HWY_INLINE __m512i PairIndex() {
-  alignas(64) static const uint16_t idx[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
-                                               21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
-                                               11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  return _mm512_load_si512(idx);
-}
-
-// dst[c * ld + i] = lane c of r[i], for 16 rows of 16 32-bit elements (r is overwritten).
-HWY_INLINE void Transpose16x16Rows(__m512i r[16], uint32_t* dst, int64_t ld) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  // r[4g + k] holds, in 128-bit lane L, column 4L + k of rows 4g..4g+3.
-  for (int k = 0; k < 4; ++k) {
-    t[k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);           // columns k, 8+k; rows 0-7
-    t[4 + k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);       // columns 4+k, 12+k; rows 0-7
-    t[8 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);  // rows 8-15
-    t[12 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
-  }
-  for (int k = 0; k < 8; ++k) {
-    _mm512_storeu_si512(dst + k * ld, _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88));
-    _mm512_storeu_si512(dst + (k + 8) * ld, _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd));
-  }
-}
-
-// dst[c * ld + r] = src[r * ls + c] for a 16 x 16 block of 32-bit elements.
-HWY_INLINE void Transpose16x16(const uint32_t* src, int64_t ls, uint32_t* dst, int64_t ld) {
-  __m512i r[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * ls);
-  Transpose16x16Rows(r, dst, ld);
-}
-
 // The most query rows a block has on the AVX-512 targets (Plan::bq: two vectors of 16).
 constexpr int64_t kMaxBlockRows = 32;
 

@@ -5,6 +5,8 @@
 //   dV += P^T dO        dP = dO V^T        dS = P * (dP - D),  D = rowsum(dO * O)
 //   dK += scale dS^T Q  dQ += scale dS K
 //
+// bf16 runs on AMX where it can (sdpa_backward_amx-inl.h).
+//
 // One work item is one kv head (batch, kv head) with all the query rows of its group: it owns
 // that head's dK, dV and dQ outright, so there are no atomics and no cross-thread sums, and
 // every thread count gives the same bits. Per item the operands are converted to fp32 once
@@ -26,23 +28,17 @@
 #include <limits>
 #include <new>
 
-#include "common/simd-inl.h"
 #include "common/thread_pool.hpp"
 #include "cpu/problem.hpp"
+#include "cpu/sdpa_backward-inl.h"
+#include "cpu/sdpa_backward_amx-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-namespace {  // per target and per file: these names must not meet the forward's
-
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
+namespace backward {
 using kernels::HWY_NAMESPACE::Exp2F;
-using kernels::HWY_NAMESPACE::LoadF;
-using kernels::HWY_NAMESPACE::StoreF;
-
-constexpr float kLog2e = 1.4426950408889634f;
 // Query rows and keys per tile pair: both multiples of kMr; 64 x 64 fp32 tiles (16 KiB) keep
 // P, dS and the mask bias in L1.
 constexpr int64_t kBr = 64;
@@ -54,10 +50,6 @@ constexpr int kNv = 4;
 #else
 constexpr int kNv = 2;
 #endif
-
-int64_t RoundUp(int64_t n, int64_t m) {
-  return (n + m - 1) / m * m;
-}
 
 // ------------------------------------------------------------------ the products
 
@@ -102,88 +94,6 @@ void Gemm(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_m
     }
     if (n0 < cols) Tile<1>(depth, am, a_m, a_k, b + n0, ldb, cm + n0, ldc, accumulate);
   }
-}
-
-// ------------------------------------------------------------------ operands in fp32
-
-// dst[0..n) = float(src[i * stride]), src of dtype t.
-void LoadRow(DType t, const void* src, int64_t stride, int64_t n, float* dst) {
-  const DF d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  if (stride == 1) {
-    switch (t) {
-      case DType::kF32:
-        std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-        return;
-      case DType::kBF16:
-        for (; i + N <= n; i += N) hn::StoreU(LoadF<DType::kBF16>(d, src, i), d, dst + i);
-        break;
-      case DType::kF16:
-        for (; i + N <= n; i += N) hn::StoreU(LoadF<DType::kF16>(d, src, i), d, dst + i);
-        break;
-    }
-  }
-  for (; i < n; ++i) {
-    switch (t) {
-      case DType::kF32:
-        dst[i] = static_cast<const float*>(src)[i * stride];
-        break;
-      case DType::kBF16:
-        dst[i] = bf16_to_f32(static_cast<const uint16_t*>(src)[i * stride]);
-        break;
-      case DType::kF16:
-        dst[i] = f16_to_f32(static_cast<const uint16_t*>(src)[i * stride]);
-        break;
-    }
-  }
-}
-
-// dst[i * stride] = src[i] * factor in dtype t, for i < n.
-void StoreRow(DType t, const float* src, float factor, int64_t n, void* dst, int64_t stride) {
-  const DF d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const VF f = hn::Set(d, factor);
-  int64_t i = 0;
-  if (stride == 1) {
-    switch (t) {
-      case DType::kF32:
-        for (; i + N <= n; i += N)
-          StoreF<DType::kF32>(d, hn::Mul(hn::LoadU(d, src + i), f), dst, i);
-        break;
-      case DType::kBF16:
-        for (; i + N <= n; i += N)
-          StoreF<DType::kBF16>(d, hn::Mul(hn::LoadU(d, src + i), f), dst, i);
-        break;
-      case DType::kF16:
-        for (; i + N <= n; i += N)
-          StoreF<DType::kF16>(d, hn::Mul(hn::LoadU(d, src + i), f), dst, i);
-        break;
-    }
-  }
-  for (; i < n; ++i) {
-    const float x = src[i] * factor;
-    switch (t) {
-      case DType::kF32:
-        static_cast<float*>(dst)[i * stride] = x;
-        break;
-      case DType::kBF16:
-        static_cast<uint16_t*>(dst)[i * stride] = f32_to_bf16(x);
-        break;
-      case DType::kF16:
-        static_cast<uint16_t*>(dst)[i * stride] = f32_to_f16(x);
-        break;
-    }
-  }
-}
-
-// Row (i0, i1, i2) of an operand; the gradients' rows are written (WritableRow).
-const void* Row(const Operand& o, DType t, int64_t i0, int64_t i1, int64_t i2) {
-  const int64_t off = i0 * o.stride[0] + i1 * o.stride[1] + i2 * o.stride[2];
-  return static_cast<const char*>(o.data) + off * static_cast<int64_t>(dtype_size(t));
-}
-void* WritableRow(const Operand& o, DType t, int64_t i0, int64_t i1, int64_t i2) {
-  return const_cast<void*>(Row(o, t, i0, i1, i2));
 }
 
 // ------------------------------------------------------------------ one kv head
@@ -266,7 +176,6 @@ void LoadHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
   const Problem& p = bp.fwd;
   const DType t = p.dtype;
   const int64_t D = p.head_dim, DV = p.head_dim_v, sk = p.seq_k;
-  const float inf = std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < m.rows_p; ++r) {
     float* q = h.q + r * m.dp;
     float* dout = h.dout + r * m.dvp;
@@ -274,25 +183,18 @@ void LoadHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
       std::fill(q, q + m.dp, 0.0f);
       std::fill(dout, dout + m.dvp, 0.0f);
       h.delta[r] = 0.0f;
-      h.lse2[r] = inf;
+      h.lse2[r] = std::numeric_limits<float>::infinity();
       h.lim[r] = -1;
       h.mask_off[r] = 0;
       continue;
     }
-    const int64_t g = r / p.seq_q, qi = r % p.seq_q, hq = hk * p.group() + g;
-    LoadRow(t, Row(p.q, t, b, hq, qi), p.q.stride[3], D, q);
+    const QueryRow row = LoadQueryRow(bp, b, hk, r, q, dout, h.row);
     std::fill(q + D, q + m.dp, 0.0f);
-    LoadRow(t, Row(bp.grad_out, t, b, hq, qi), bp.grad_out.stride[3], DV, dout);
     std::fill(dout + DV, dout + m.dvp, 0.0f);
-    LoadRow(t, Row(p.out, t, b, hq, qi), p.out.stride[3], DV, h.row);
-    float delta = 0.0f;
-    for (int64_t c = 0; c < DV; ++c) delta += dout[c] * h.row[c];
-    h.delta[r] = delta;
-    const float lse = *static_cast<const float*>(Row(p.lse, DType::kF32, b, hq, qi));
-    h.lse2[r] = lse == -inf ? inf : lse * kLog2e;
-    const int64_t last = p.causal ? std::min(p.causal_last_key(qi), sk - 1) : sk - 1;
-    h.lim[r] = std::max<int64_t>(last, -1);
-    h.mask_off[r] = b * p.mask.stride[0] + hq * p.mask.stride[1] + qi * p.mask.stride[2];
+    h.delta[r] = row.delta;
+    h.lse2[r] = row.lse2;
+    h.lim[r] = row.last_key;
+    h.mask_off[r] = row.mask_off;
   }
   for (int64_t j = 0; j < m.sk_p; ++j) {
     float* k = h.k + j * m.dp;
@@ -315,35 +217,9 @@ void LoadHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
 // bias[r][c] = the mask at (row r0 + r, key j0 + c), log2 domain, for keys below seq_k.
 void FillBias(const Problem& p, const HeadBuffers& h, int64_t r0, int64_t j0) {
   const int64_t nk = std::min(kBc, p.seq_k - j0);
-  const int64_t s3 = p.mask.stride[3];
-  const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < kBr; ++r) {
     float* row = h.bias + r * kBc;
-    const int64_t base = h.mask_off[r0 + r] + j0 * s3;
-    switch (p.mask_kind) {
-      case MaskKind::kNone:
-        break;
-      case MaskKind::kBool: {
-        const auto* mk = static_cast<const uint8_t*>(p.mask.data) + base;
-        for (int64_t c = 0; c < nk; ++c) row[c] = mk[c * s3] ? 0.0f : neg_inf;
-        break;
-      }
-      case MaskKind::kAdditiveF32: {
-        const auto* mk = static_cast<const float*>(p.mask.data) + base;
-        for (int64_t c = 0; c < nk; ++c) row[c] = mk[c * s3] * kLog2e;
-        break;
-      }
-      case MaskKind::kAdditiveBF16: {
-        const auto* mk = static_cast<const uint16_t*>(p.mask.data) + base;
-        for (int64_t c = 0; c < nk; ++c) row[c] = bf16_to_f32(mk[c * s3]) * kLog2e;
-        break;
-      }
-      case MaskKind::kAdditiveF16: {
-        const auto* mk = static_cast<const uint16_t*>(p.mask.data) + base;
-        for (int64_t c = 0; c < nk; ++c) row[c] = f16_to_f32(mk[c * s3]) * kLog2e;
-        break;
-      }
-    }
+    MaskRowLog2(p, h.mask_off[r0 + r], j0, nk, row);
     std::fill(row + nk, row + kBc, 0.0f);  // past seq_k: masked by the limits
   }
 }
@@ -431,17 +307,30 @@ void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t h
   }
 }
 
-}  // namespace
+}  // namespace backward
 
 void RunBackward(const BackwardProblem& bp, int threads, RunInfo* info) {
   const Problem& p = bp.fwd;
-  const Dims m = DimsOf(p);
+  const backward::Dims m = backward::DimsOf(p);
+  void (*head)(const BackwardProblem&, int64_t, int64_t) = nullptr;
+  const char* tile_kernel = "f32-fma";
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (p.dtype == DType::kBF16 && amx_bf16_available()) {
+    head = &backward::AmxBackwardHead;
+    tile_kernel = "amx-bf16";
+  }
+#endif
   if (info) {
     info->target = hwy::TargetName(HWY_TARGET);
-    info->tile_kernel = "f32-fma";
+    info->tile_kernel = tile_kernel;
   }
   kernels::ThreadPool::global().parallel_for(p.batch * p.heads_kv, threads, [&](int64_t item, int) {
-    BackwardHead(bp, m, item / p.heads_kv, item % p.heads_kv);
+    const int64_t b = item / p.heads_kv, hk = item % p.heads_kv;
+    if (head) {
+      head(bp, b, hk);
+    } else {
+      backward::BackwardHead(bp, m, b, hk);
+    }
   });
 }
 
