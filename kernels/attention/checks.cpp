@@ -248,14 +248,17 @@ namespace {
 
 constexpr const char* kBackwardOp = "attention_backward";
 
-// The forward's rules report as "attention: ..."; a backward call reports as itself.
-Status as_backward(Status s) {
+}  // namespace
+
+Status backward_status(Status s) {
   const std::string prefix = std::string(kOp) + ": ";
   if (!s.ok() && s.message.compare(0, prefix.size(), prefix) == 0) {
     s.message = std::string(kBackwardOp) + ": " + s.message.substr(prefix.size());
   }
   return s;
 }
+
+namespace {
 
 // A gradient (or the output's gradient) shaped and typed like its operand.
 Status check_gradient(const DLTensor* g, const char* name, const DLTensor& like,
@@ -289,7 +292,7 @@ Status check_backward_call(const BackwardTensors& tensors, std::optional<double>
   fwd.mask = tensors.mask;
   fwd.output = tensors.output;
   CheckedBackward c;
-  if (Status s = check_call(fwd, scale, memory, &c.call); !s.ok()) return as_backward(s);
+  if (Status s = check_call(fwd, scale, memory, &c.call); !s.ok()) return backward_status(s);
   const DLTensor& q = *tensors.query;
   if (!tensors.logsumexp) {
     return kernels::invalid(
@@ -299,7 +302,7 @@ Status check_backward_call(const BackwardTensors& tensors, std::optional<double>
   }
   if (Status s = check_logsumexp(tensors.logsumexp, "logsumexp", q, memory, c.call, &c.call.lse);
       !s.ok()) {
-    return as_backward(s);
+    return backward_status(s);
   }
   struct Gradient {
     const DLTensor* t;
@@ -322,7 +325,7 @@ Status check_backward_call(const BackwardTensors& tensors, std::optional<double>
     const Gradient& g = grads[i];
     const bool written = i > 0;
     Status s = check_gradient(g.t, g.name, *g.like, g.like_name, g.layout, memory, written);
-    if (!s.ok()) return as_backward(s);
+    if (!s.ok()) return backward_status(s);
     *g.view = view_of(*g.t);
   }
   // What the backward writes overlaps nothing it reads and no other gradient.

@@ -50,6 +50,8 @@ struct CheckedBackward {
   CheckedCall call;  // the forward's operands; call.lse is the saved logsumexp
   StridedView grad_out, grad_q, grad_k, grad_v;
 };
+// A forward rule's refusal ("attention: ...") as the backward's ("attention_backward: ...").
+Status backward_status(Status s);
 Status check_backward_call(const BackwardTensors& tensors, std::optional<double> scale,
                            kernels::Memory memory, CheckedBackward* checked);
 

@@ -91,6 +91,10 @@ __global__ void __launch_bounds__(kThreads) eager_forward_kernel(Params p) {
   }
   sum = block_reduce(sum, scratch, false);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  if (p.lse && tid == 0) {
+    p.lse[b * p.lse_stride[0] + h * p.lse_stride[1] + i * p.lse_stride[2]] =
+        sum > 0.0f ? row_max + logf(sum) : negative_infinity();
+  }
   for (int c = 0; c < kDimsPerThread; ++c) {
     const int d = tid + c * kThreads;
     if (d < p.head_dim_v) store_element(p.out, o_off + d * p.out_stride[3], p.dtype, acc[c] * inv);

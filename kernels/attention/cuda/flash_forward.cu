@@ -34,6 +34,7 @@ constexpr int kStages = 2;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = kWarps * 16;
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
 
 template <int D>
 struct Tile {
@@ -369,6 +370,10 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(Params p) {
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a fully masked row is zeros
     const int row = row_base + r * 8;
     if (row >= p.seq_q) continue;
+    if (p.lse && t == 0) {  // ln(sum 2^(x - max)) + max ln 2, the row's natural logsumexp
+      float* lse = p.lse + b * p.lse_stride[0] + h * p.lse_stride[1] + row * p.lse_stride[2];
+      *lse = sum > 0.0f ? (row_max[r] + log2f(sum)) * kLn2 : negative_infinity();
+    }
     uint16_t* out_row = out + row * p.out_stride[2];
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt) {

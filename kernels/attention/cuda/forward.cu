@@ -50,37 +50,67 @@ bool flash_supports(const Tensors& tensors) {
   return half && q->shape[3] <= kMaxHeadDim && v->shape[3] <= kMaxHeadDim;
 }
 
-Status forward(const Tensors& tensors, const Call& call) {
+namespace {
+
+// Runs launch() with the tensors' device current, restoring the caller's after; `what` names
+// the launch in errors ("the flash kernel launch"), `op` the call's op.
+template <class Launch>
+Status on_device(int device_id, const char* what, Launch&& launch) {
+  int previous = -1;
+  if (const LaunchStatus s = gpuGetDevice(&previous); s != kLaunchOk) {
+    return runtime_error("getting the current device", s);
+  }
+  if (previous != device_id) {
+    if (const LaunchStatus s = gpuSetDevice(device_id); s != kLaunchOk) {
+      return runtime_error(("selecting device " + std::to_string(device_id)).c_str(), s);
+    }
+  }
+  const LaunchStatus launched = launch();
+  const LaunchStatus restored = previous != device_id ? gpuSetDevice(previous) : kLaunchOk;
+  if (launched != kLaunchOk) return runtime_error(what, launched);
+  if (restored != kLaunchOk) return runtime_error("restoring the caller's device", restored);
+  return {};
+}
+
+template <class Call>
+Status guarded(const char* op, Call&& call) {
   try {
+    return call();
+  } catch (const std::exception& e) {
+    return {StatusCode::kInternal, std::string(op) + ": " + e.what()};
+  } catch (...) {
+    return {StatusCode::kInternal, std::string(op) + ": unknown error"};
+  }
+}
+
+}  // namespace
+
+Status forward(const Tensors& tensors, const Call& call) {
+  return guarded("attention", [&]() -> Status {
     Params params;
     Status r = make_params(tensors, call.causal, call.scale, call.kernel, kPlatform, &params);
     if (!r.ok() || is_empty(params)) return r;
-
-    int previous = -1;
-    if (const LaunchStatus s = gpuGetDevice(&previous); s != kLaunchOk) {
-      return runtime_error("getting the current device", s);
-    }
-    if (previous != params.device_id) {
-      if (const LaunchStatus s = gpuSetDevice(params.device_id); s != kLaunchOk) {
-        return runtime_error(("selecting device " + std::to_string(params.device_id)).c_str(), s);
-      }
-    }
+    // Without value dims only the logsumexp is left to write, which eager does for any dtype.
+    const Kernel kernel = params.head_dim_v == 0 ? Kernel::kEager : call.kernel;
     const auto stream = static_cast<GpuStream>(call.stream);
-    const LaunchStatus launched =
-        call.kernel == Kernel::kFlash ? launch_flash(params, stream) : launch_eager(params, stream);
-    const LaunchStatus restored = previous != params.device_id ? gpuSetDevice(previous) : kLaunchOk;
-    if (launched != kLaunchOk) {
-      return runtime_error(
-          call.kernel == Kernel::kFlash ? "the flash kernel launch" : "the eager kernel launch",
-          launched);
-    }
-    if (restored != kLaunchOk) return runtime_error("restoring the caller's device", restored);
-    return {};
-  } catch (const std::exception& e) {
-    return {StatusCode::kInternal, std::string("attention: ") + e.what()};
-  } catch (...) {
-    return {StatusCode::kInternal, "attention: unknown error"};
-  }
+    return on_device(
+        params.device_id,
+        kernel == Kernel::kFlash ? "the flash kernel launch" : "the eager kernel launch", [&] {
+          return kernel == Kernel::kFlash ? launch_flash(params, stream)
+                                          : launch_eager(params, stream);
+        });
+  });
+}
+
+Status backward(const BackwardTensors& tensors, const Call& call) {
+  return guarded("attention_backward", [&]() -> Status {
+    BackwardParams params;
+    Status r = make_backward_params(tensors, call.causal, call.scale, kPlatform, &params);
+    if (!r.ok() || params.fwd.batch == 0 || params.fwd.heads_kv == 0) return r;
+    const auto stream = static_cast<GpuStream>(call.stream);
+    return on_device(params.fwd.device_id, "the eager backward kernels' launch",
+                     [&] { return launch_eager_backward(params, stream); });
+  });
 }
 
 }  // namespace backplane::attention::gpu

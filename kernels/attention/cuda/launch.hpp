@@ -40,5 +40,7 @@ inline constexpr LaunchStatus kLaunchOk = cudaSuccess;
 LaunchStatus launch_eager(const Params& params, GpuStream stream);
 // params.dtype is bfloat16 or float16; head dims at most 256.
 LaunchStatus launch_flash(const Params& params, GpuStream stream);
+// Both backward kernels (dq, then dk and dv), for a valid call with batch and heads_kv > 0.
+LaunchStatus launch_eager_backward(const BackwardParams& params, GpuStream stream);
 
 }  // namespace backplane::attention::gpu

@@ -40,6 +40,25 @@ struct Params {
   // elements, 16-byte aligned bases, head dims multiples of 8.
   int32_t vector_loads;
   int32_t device_id;  // the DLDevice's ordinal
+  // The logsumexp the forward writes on request (float32 over [batch, heads_q, seq_q]) and the
+  // backward reads; null: none.
+  float* lse;
+  int64_t lse_stride[3];
+};
+
+// One validated backward call: the forward's operands (out its output, lse its saved
+// logsumexp), the output's gradient, and the gradients written (grad_key and grad_value over
+// [batch, heads_kv, seq_k, dim]).
+struct BackwardParams {
+  Params fwd;
+  const void* grad_out;
+  void* grad_q;
+  void* grad_k;
+  void* grad_v;
+  int64_t grad_out_stride[4];
+  int64_t grad_q_stride[4];
+  int64_t grad_k_stride[4];
+  int64_t grad_v_stride[4];
 };
 
 }  // namespace backplane::attention::gpu

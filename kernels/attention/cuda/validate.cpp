@@ -94,20 +94,15 @@ Status check_launch(const CheckedCall& c, Kernel kernel) {
 }  // namespace
 
 bool is_empty(const Params& p) {
-  return p.batch == 0 || p.heads_q == 0 || p.seq_q == 0 || p.head_dim_v == 0;
+  // With a logsumexp to write, a call without value dims still has work.
+  return p.batch == 0 || p.heads_q == 0 || p.seq_q == 0 || (p.head_dim_v == 0 && !p.lse);
 }
 
-Status make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
-                   Platform platform, Params* params) {
-  CheckedCall c;
-  if (Status s = check_call(tensors, scale, memory_of(platform), &c); !s.ok()) return s;
-  if (tensors.logsumexp) {
-    return kernels::invalid("attention",
-                            "logsumexp is not written by the GPU kernels yet; pass NULL (the "
-                            "CPU kernels write it, for backward())");
-  }
-  if (Status s = check_launch(c, kernel); !s.ok()) return s;
+namespace {
 
+// The flat parameters of a call that passed the checks; `output` is written.
+Params params_of(const CheckedCall& c, const DLTensor& query, const DLTensor& key,
+                 const DLTensor& value, const DLTensor& output, bool causal) {
   Params p{};
   p.dtype = element_type(c.dtype);
   p.batch = static_cast<int32_t>(c.batch);
@@ -120,23 +115,59 @@ Status make_params(const Tensors& tensors, bool causal, std::optional<double> sc
   p.group = c.heads_kv > 0 ? static_cast<int32_t>(c.heads_q / c.heads_kv) : 1;
   p.scale = static_cast<float>(c.scale);
   p.causal = causal ? 1 : 0;
-  p.device_id = tensors.query->device.device_id;
+  p.device_id = query.device.device_id;
   p.q = c.q.data;
   p.k = c.k.data;
   p.v = c.v.data;
-  p.out = base_of(*tensors.output);  // c.out.data, writable
+  p.out = base_of(output);  // c.out.data, writable
   const StridedView* views[] = {&c.q, &c.k, &c.v, &c.out};
   int64_t* strides[] = {p.q_stride, p.k_stride, p.v_stride, p.out_stride};
   for (int i = 0; i < 4; ++i) {
     for (int d = 0; d < 4; ++d) strides[i][d] = views[i]->stride[d];
   }
-  p.vector_loads = vectorizable(*tensors.query, c.head_dim) &&
-                   vectorizable(*tensors.key, c.head_dim) &&
-                   vectorizable(*tensors.value, c.head_dim_v);
+  p.vector_loads = vectorizable(query, c.head_dim) && vectorizable(key, c.head_dim) &&
+                   vectorizable(value, c.head_dim_v);
   p.mask_type = mask_type(c.mask_dtype, p.dtype);
   if (p.mask_type != MaskType::kNone) {
     p.mask = c.mask.data;
     for (int d = 0; d < 4; ++d) p.mask_stride[d] = c.mask.stride[d];
+  }
+  if (c.lse.data) {
+    p.lse = static_cast<float*>(const_cast<void*>(c.lse.data));
+    for (int d = 0; d < 3; ++d) p.lse_stride[d] = c.lse.stride[d];
+  }
+  return p;
+}
+
+}  // namespace
+
+Status make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
+                   Platform platform, Params* params) {
+  CheckedCall c;
+  if (Status s = check_call(tensors, scale, memory_of(platform), &c); !s.ok()) return s;
+  if (Status s = check_launch(c, kernel); !s.ok()) return s;
+  *params = params_of(c, *tensors.query, *tensors.key, *tensors.value, *tensors.output, causal);
+  return {};
+}
+
+Status make_backward_params(const BackwardTensors& tensors, bool causal,
+                            std::optional<double> scale, Platform platform,
+                            BackwardParams* params) {
+  CheckedBackward c;
+  Status s = check_backward_call(tensors, scale, memory_of(platform), &c);
+  if (!s.ok()) return s;
+  if (s = check_launch(c.call, Kernel::kEager); !s.ok()) return backward_status(s);
+  BackwardParams p{};
+  p.fwd = params_of(c.call, *tensors.query, *tensors.key, *tensors.value, *tensors.output, causal);
+  p.grad_out = c.grad_out.data;
+  p.grad_q = const_cast<void*>(c.grad_q.data);
+  p.grad_k = const_cast<void*>(c.grad_k.data);
+  p.grad_v = const_cast<void*>(c.grad_v.data);
+  for (int d = 0; d < 4; ++d) {
+    p.grad_out_stride[d] = c.grad_out.stride[d];
+    p.grad_q_stride[d] = c.grad_q.stride[d];
+    p.grad_k_stride[d] = c.grad_k.stride[d];
+    p.grad_v_stride[d] = c.grad_v.stride[d];
   }
   *params = p;
   return {};

@@ -21,7 +21,12 @@ enum class Platform { kCuda, kRocm };
 Status make_params(const Tensors& tensors, bool causal, std::optional<double> scale, Kernel kernel,
                    Platform platform, Params* params);
 
-// The problem has no output element to write (batch, heads_q, seq_q or head_dim_v is 0).
+// The same for a backward call (the eager backward kernel's limits: head dims up to 256).
+Status make_backward_params(const BackwardTensors& tensors, bool causal,
+                            std::optional<double> scale, Platform platform, BackwardParams* params);
+
+// The problem has nothing to write (batch, heads_q or seq_q is 0; or head_dim_v is, and no
+// logsumexp is asked for).
 bool is_empty(const Params& params);
 
 }  // namespace backplane::attention::gpu
