@@ -4,6 +4,10 @@
 //       in-tree packages, bound by LayerKernels::use_kernels on the cpu) and backplane's sdpa
 //   decoder_block/<batch>x<seq>x<hidden>_<dtype>/libtorch     LibTorch composites and
 //       at::scaled_dot_product_attention
+//   train_decoder_block/<batch>x<seq>x<hidden>_<dtype>/{use_kernels,libtorch}  one training step:
+//       forward, a mean-square loss and autograd's backward into every weight, with the kernels
+//       bound in training mode (the layers' backward kernels, backplane's attention backward) or
+//       with LibTorch alone
 // The packages come from BACKPLANE_BENCH_PACKAGES (a folder holding backplane/<name>/build/),
 // default the build tree's hub-packages; without them the use_kernels cases are skipped with the
 // reason. Threads: BACKPLANE_BENCH_THREADS (default hardware_concurrency()), for both.
@@ -50,6 +54,7 @@ void set_threads() {
 // when they cannot be.
 struct Kernelized {
   std::shared_ptr<const backplane::hub::LayerKernels> kernels;
+  std::shared_ptr<const backplane::hub::LayerKernels> training;  // bound in training mode
   std::shared_ptr<const backplane::torch::Attention> attention;
   std::string error;
 };
@@ -73,6 +78,11 @@ const Kernelized& kernelized() {
       const backplane::Runtime runtime = backplane::Runtime::open();
       out.kernels = std::make_shared<const backplane::hub::LayerKernels>(
           backplane::hub::LayerKernels::use_kernels(runtime, backplane::Device("cpu"), store));
+      backplane::hub::UseKernelsOptions training;
+      training.mode = backplane::KernelMode::training();
+      out.training = std::make_shared<const backplane::hub::LayerKernels>(
+          backplane::hub::LayerKernels::use_kernels(runtime, backplane::Device("cpu"), store,
+                                                    training));
       out.attention =
           std::make_shared<const backplane::torch::Attention>(runtime, backplane::Device("cpu"));
     } catch (const std::exception& e) {
@@ -98,6 +108,26 @@ void run(benchmark::State& state, const BlockCase& c, bool use_kernels) {
   state.counters["threads"] = at::get_num_threads();
 }
 
+void train(benchmark::State& state, const BlockCase& c, bool use_kernels) {
+  set_threads();
+  const Kernelized& k = kernelized();
+  if (use_kernels && !k.error.empty()) {
+    state.SkipWithError(k.error.c_str());
+    return;
+  }
+  const LlamaBlockConfig config;
+  const LlamaBlock block(config, c.dtype, 1, use_kernels ? k.training : nullptr,
+                         use_kernels ? k.attention : nullptr);
+  for (at::Tensor p : block.parameters()) p.requires_grad_(true);
+  const at::Tensor x = at::randn({c.batch, c.seq, config.hidden}).to(c.dtype);
+  for (auto _ : state) {
+    for (at::Tensor p : block.parameters()) p.mutable_grad() = at::Tensor();
+    block(x).to(at::kFloat).pow(2).mean().backward();
+    benchmark::DoNotOptimize(block.parameters().front().grad().data_ptr());
+  }
+  state.counters["threads"] = at::get_num_threads();
+}
+
 [[maybe_unused]] const bool registered = [] {
   for (const BlockCase& c : kCases) {
     benchmark::RegisterBenchmark((c.name + "/libtorch").c_str(),
@@ -106,6 +136,17 @@ void run(benchmark::State& state, const BlockCase& c, bool use_kernels) {
         ->UseRealTime();
     benchmark::RegisterBenchmark((c.name + "/use_kernels").c_str(),
                                  [&c](benchmark::State& s) { run(s, c, true); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  for (const BlockCase& c : kCases) {
+    const std::string name = "train_" + c.name;
+    benchmark::RegisterBenchmark((name + "/libtorch").c_str(),
+                                 [&c](benchmark::State& s) { train(s, c, false); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark((name + "/use_kernels").c_str(),
+                                 [&c](benchmark::State& s) { train(s, c, true); })
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace backplane::bench {
 
@@ -44,8 +45,10 @@ class LlamaBlock {
     wo_ = weight(config.hidden, config.heads * config.head_dim);
     w_gate_up_ = weight(2 * config.intermediate, config.hidden);
     w_down_ = weight(config.hidden, config.intermediate);
-    attn_norm_.emplace((1 + 0.1 * at::randn({config.hidden})).to(dtype), config.eps, kernels);
-    mlp_norm_.emplace((1 + 0.1 * at::randn({config.hidden})).to(dtype), config.eps, kernels);
+    attn_norm_w_ = (1 + 0.1 * at::randn({config.hidden})).to(dtype);
+    mlp_norm_w_ = (1 + 0.1 * at::randn({config.hidden})).to(dtype);
+    attn_norm_.emplace(attn_norm_w_, config.eps, kernels);
+    mlp_norm_.emplace(mlp_norm_w_, config.eps, kernels);
     act_.emplace(kernels);
     rope_.emplace(false, kernels);
   }
@@ -77,10 +80,16 @@ class LlamaBlock {
 
   const LlamaBlockConfig& config() const { return config_; }
 
+  // The trainable weights (the norms' included: the layers hold the same tensors), for a
+  // training step: set requires_grad on them, read their .grad(), update them in place.
+  std::vector<at::Tensor> parameters() const {
+    return {wq_, wk_, wv_, wo_, w_gate_up_, w_down_, attn_norm_w_, mlp_norm_w_};
+  }
+
  private:
   LlamaBlockConfig config_;
   std::shared_ptr<const torch::Attention> attention_;
-  at::Tensor wq_, wk_, wv_, wo_, w_gate_up_, w_down_;
+  at::Tensor wq_, wk_, wv_, wo_, w_gate_up_, w_down_, attn_norm_w_, mlp_norm_w_;
   std::optional<torch::RMSNorm> attn_norm_, mlp_norm_;
   std::optional<torch::SiluAndMul> act_;
   std::optional<torch::RotaryEmbedding> rope_;

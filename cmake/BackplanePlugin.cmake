@@ -12,7 +12,7 @@
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 
-set(_backplane_plugin_abi_version "1.5")
+set(_backplane_plugin_abi_version "1.6")
 
 function(backplane_add_plugin)
   cmake_parse_arguments(PARSE_ARGV 0 arg "NO_INSTALL" "NAME;OUTPUT_DIRECTORY;COMPONENT"

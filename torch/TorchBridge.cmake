@@ -11,6 +11,7 @@ function(backplane_add_torch_bridge name)
   # Few sources on purpose: each one that includes LibTorch takes about a minute to compile.
   add_library(${name} STATIC
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/attention.cpp
+    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/attention_autograd.cpp
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/device.cpp
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/dlpack.cpp
     ${BACKPLANE_TORCH_BRIDGE_DIR}/src/output.cpp
@@ -28,6 +29,8 @@ function(backplane_add_torch_bridge name)
   # The layers (layers.hpp) run the Hub kernels use_kernels binds: only with the kernel hub.
   if(TARGET backplane::hub)
     target_sources(${name} PRIVATE ${BACKPLANE_TORCH_BRIDGE_DIR}/src/layers.cpp
+                                   ${BACKPLANE_TORCH_BRIDGE_DIR}/src/layer_autograd.cpp
+                                   ${BACKPLANE_TORCH_BRIDGE_DIR}/src/native_calls.cpp
                                    ${BACKPLANE_TORCH_BRIDGE_DIR}/src/extension.cpp)
     target_link_libraries(${name} PUBLIC backplane::hub)
     # Kernel Hub extensions reference PyModule_Create2 (extension.hpp): the program that links

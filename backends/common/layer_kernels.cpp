@@ -1,9 +1,13 @@
 #include "layer_kernels.hpp"
 
+#include <algorithm>
+#include <string_view>
+
 namespace backplane::backends {
 
 bool register_default_layer_kernels(const sdk::Registrar& registrar, const std::string& device_key,
-                                    int min_capability) {
+                                    int min_capability,
+                                    std::initializer_list<const char*> no_backward) {
   // Model layer -> the package and the layer name in its metadata.json (kernels/*/CMakeLists.txt).
   static const struct {
     const char* layer;
@@ -15,14 +19,21 @@ bool register_default_layer_kernels(const sdk::Registrar& registrar, const std::
   };
   if (!registrar.accepts_layer_kernels()) return false;
   for (const auto& d : kDefaults) {
-    sdk::LayerKernelSpec spec;
-    spec.layer = d.layer;
-    spec.device_key = device_key;
-    spec.mode = BP_KERNEL_MODE_INFERENCE;
-    spec.min_capability = min_capability;
-    spec.repo = d.repo;
-    spec.kernel_layer = d.layer;
-    registrar.add(spec);
+    const bool trains =
+        std::none_of(no_backward.begin(), no_backward.end(),
+                     [&](const char* layer) { return std::string_view(layer) == d.layer; });
+    for (const uint32_t mode :
+         {uint32_t{BP_KERNEL_MODE_INFERENCE}, uint32_t{BP_KERNEL_MODE_TRAINING}}) {
+      if (mode == BP_KERNEL_MODE_TRAINING && !trains) continue;
+      sdk::LayerKernelSpec spec;
+      spec.layer = d.layer;
+      spec.device_key = device_key;
+      spec.mode = mode;
+      spec.min_capability = min_capability;
+      spec.repo = d.repo;
+      spec.kernel_layer = d.layer;
+      registrar.add(spec);
+    }
   }
   return true;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "attention_forward.hpp"
+#include "attention_entries.hpp"
 
 namespace backplane::cuda {
 namespace {
@@ -29,6 +29,19 @@ bp_status* attention_forward(void* context, const bp_attention_args* args) noexc
                 ? gpu::Kernel::kFlash
                 : gpu::Kernel::kEager;
         return gpu::forward(tensors, call);
+      });
+}
+
+// Every implementation's backward: the eager backward kernels, from the saved logsumexp.
+bp_status* attention_backward(void* context, const bp_attention_backward_args* args) noexcept {
+  return backends::run_attention_backward(
+      context, args,
+      [](const attention::BackwardTensors& tensors, const bp_attention_backward_args& from) {
+        gpu::Call call;
+        call.causal = from.causal != 0;
+        if (from.scale > 0) call.scale = from.scale;
+        call.stream = from.stream;
+        return gpu::backward(tensors, call);
       });
 }
 
@@ -56,6 +69,7 @@ void register_attention_kernels(sdk::Registrar& registrar, const sdk::Host* host
     kernel.dtypes = entry.dtypes;
     kernel.max_head_dim = gpu::kMaxHeadDim;
     if (!backends::add_attention_kernel(registrar, host, kernel, entry.function)) return;
+    backends::add_attention_backward_kernel(registrar, host, kernel, &attention_backward);
   }
   host->debug(std::string("CUDA attention kernels built for ") + gpu::compiled_targets());
 }

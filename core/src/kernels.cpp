@@ -22,8 +22,14 @@ std::string kernel_mismatch(const KernelInfo& kernel, const DeviceInfo& device) 
 }
 
 AttentionKernel::AttentionKernel(KernelInfo info, bp_attention_forward_fn function, void* context,
-                                 std::shared_ptr<const void> owner)
-    : info_(std::move(info)), function_(function), context_(context), owner_(std::move(owner)) {}
+                                 std::shared_ptr<const void> owner,
+                                 bp_attention_backward_fn backward_function, void* backward_context)
+    : info_(std::move(info)),
+      function_(function),
+      context_(context),
+      backward_(backward_function),
+      backward_context_(backward_context),
+      owner_(std::move(owner)) {}
 
 void AttentionKernel::operator()(const AttentionArguments& arguments) const {
   bp_attention_args args{};
@@ -36,7 +42,44 @@ void AttentionKernel::operator()(const AttentionArguments& arguments) const {
   args.causal = arguments.causal ? 1 : 0;
   args.scale = arguments.scale.value_or(0.0);
   args.stream = arguments.stream;
+  if (arguments.logsumexp != nullptr) {
+    // A plugin without the backward may predate ABI 1.6 and never write it: refuse, do not
+    // leave it unwritten.
+    if (!has_backward()) {
+      throw InvalidArgument(info_.op + "/" + info_.implementation + " on " + info_.device_type +
+                            " has no attention_backward, so it does not write a logsumexp; "
+                            "pass none");
+    }
+    args.logsumexp = arguments.logsumexp;
+  }
   (*this)(args);
+}
+
+void AttentionKernel::backward(const AttentionBackwardArguments& arguments) const {
+  if (!has_backward()) {
+    throw Unavailable(info_.op + "/" + info_.implementation + " on " + info_.device_type +
+                      ": its plugin registered no " + kAttentionBackward);
+  }
+  bp_attention_backward_args args{};
+  args.struct_size = sizeof args;
+  args.query = arguments.query;
+  args.key = arguments.key;
+  args.value = arguments.value;
+  args.mask = arguments.mask;
+  args.output = arguments.output;
+  args.logsumexp = arguments.logsumexp;
+  args.grad_output = arguments.grad_output;
+  args.grad_query = arguments.grad_query;
+  args.grad_key = arguments.grad_key;
+  args.grad_value = arguments.grad_value;
+  args.causal = arguments.causal ? 1 : 0;
+  args.scale = arguments.scale.value_or(0.0);
+  args.stream = arguments.stream;
+  detail::StatusPtr status = detail::adopt(backward_(backward_context_, &args));
+  if (status) {
+    throw InvalidArgument(std::string(kAttentionBackward) + "/" + info_.implementation + " on " +
+                          info_.device_type + ": " + status->message);
+  }
 }
 
 void AttentionKernel::operator()(const bp_attention_args& args) const {

@@ -397,8 +397,19 @@ AttentionKernel Runtime::attention_kernel(const Device& wanted,
       continue;
     }
     if (std::string why = kernel_mismatch(k.info, info); !why.empty()) throw Unavailable(why);
+    // The same plugin's backward of this implementation, for training (ABI 1.6).
+    bp_attention_backward_fn backward = nullptr;
+    void* backward_context = nullptr;
+    for (const detail::RegisteredKernel& b : impl_->registry.kernels) {
+      if (b.info.op == kAttentionBackward && b.info.implementation == implementation &&
+          b.info.device_type == k.info.device_type && b.info.plugin == k.info.plugin) {
+        backward = reinterpret_cast<bp_attention_backward_fn>(b.function);
+        backward_context = b.context;
+        break;
+      }
+    }
     return AttentionKernel(k.info, reinterpret_cast<bp_attention_forward_fn>(k.function), k.context,
-                           impl_);
+                           impl_, backward, backward_context);
   }
   throw NotFound("no " + std::string(kAttentionForward) + " kernel '" +
                  std::string(implementation) + "' for " + info.device.str() +

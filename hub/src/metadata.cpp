@@ -85,6 +85,13 @@ PackageLayer parse_layer(const json& item, const std::string& path,
     if (!backward->is_boolean()) f.fail(f.field("has_backward"), "must be true or false");
     layer.has_backward = backward->get<bool>();
   }
+  layer.backward_function = f.string("backward_function", false);
+  if (layer.has_backward != !layer.backward_function.empty()) {
+    f.fail(f.field(layer.has_backward ? "has_backward" : "backward_function"),
+           layer.has_backward ? "is true, so backward_function must name the function that "
+                                "computes the layer's gradients"
+                              : "is set, so has_backward must be true");
+  }
   return layer;
 }
 
@@ -173,6 +180,10 @@ PackageMetadata parse_metadata(std::string_view text, const std::filesystem::pat
     if (m.function(layer.function) == nullptr) {
       f.fail(path + ".function", "'" + layer.function + "' is not one of the package's functions");
     }
+    if (!layer.backward_function.empty() && m.function(layer.backward_function) == nullptr) {
+      f.fail(path + ".backward_function",
+             "'" + layer.backward_function + "' is not one of the package's functions");
+    }
   }
   return m;
 }
@@ -192,8 +203,9 @@ std::string to_json(const PackageMetadata& m) {
   }
   json layers = json::array();
   for (const PackageLayer& l : m.layers) {
-    layers.push_back(
-        {{"name", l.name}, {"function", l.function}, {"has_backward", l.has_backward}});
+    json layer = {{"name", l.name}, {"function", l.function}, {"has_backward", l.has_backward}};
+    if (!l.backward_function.empty()) layer["backward_function"] = l.backward_function;
+    layers.push_back(std::move(layer));
   }
   json backend = {{"name", m.backend}};
   if (m.backend_version) backend["version"] = m.backend_version->str();

@@ -227,6 +227,17 @@ void LayerKernels::bind() {
     b.matched_mode = *choice.matched_mode;
     b.kernel = *kernel;
     b.variant = package->source().variant;
+    if (mode.is_training()) {
+      const PackageFunction* backward = metadata.function(in_package->backward_function);
+      const PackageKernel* found =
+          backward != nullptr ? package->find(backward->op, backward->name) : nullptr;
+      if (found == nullptr) {
+        throw PackageError("kernel package " + metadata.repo_id + ": layer `" + ref.layer +
+                           "` names backward function `" + in_package->backward_function +
+                           "`, which its library did not register");
+      }
+      b.backward = *found;
+    }
     bound.emplace(layer, std::move(b));
   }
   bound_ = std::move(bound);

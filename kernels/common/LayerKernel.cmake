@@ -86,8 +86,13 @@ function(backplane_layer_kernel)
   endif()
 endfunction()
 
-# backplane_kernel_package(NAME <name> OPS <op>... LAYERS <Layer>=<op>...)
+# backplane_kernel_package(NAME <name> OPS <op>... LAYERS <Layer>=<op>...
+#                          [BACKWARD_CPU <Layer>=<backward op>...]
+#                          [BACKWARD_CUDA <Layer>=<backward op>...])
 #
+# A layer listed for a variant's BACKWARD_* has a backward there (has_backward, usable in
+# training mode): its backward op is one more function of that variant, which package.cpp
+# registers for that device.
 # The hub package backplane/<name> (hub/README.md) in the build tree, from <name>/package.cpp:
 #   <build>/hub-packages/backplane/<name>/build/<variant>/{libbackplane_<name>.so,metadata.json}
 # one cpu variant (cxx11-cpu-<cpu>-<os>) and, when the CUDA kernels are built, one cuda variant
@@ -96,7 +101,7 @@ endfunction()
 # BACKPLANE_PACKAGE_LICENSE (BackplaneOptions.cmake) is written into their metadata.json.
 
 function(backplane_kernel_package)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "OPS;LAYERS")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "OPS;LAYERS;BACKWARD_CPU;BACKWARD_CUDA")
   string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" cpu)
   if(cpu STREQUAL "amd64")
     set(cpu x86_64)
@@ -107,15 +112,6 @@ function(backplane_kernel_package)
     set(cxx_abi cxx98)
   endif()
   set(root ${PROJECT_BINARY_DIR}/hub-packages/backplane/${arg_NAME}/build)
-  set(layers_json "")
-  foreach(layer ${arg_LAYERS})
-    string(REPLACE "=" ";" pair ${layer})
-    list(GET pair 0 layer_name)
-    list(GET pair 1 layer_op)
-    list(APPEND layers_json
-         "    {\"name\": \"${layer_name}\", \"function\": \"${layer_op}\", \"has_backward\": false}")
-  endforeach()
-  list(JOIN layers_json ",\n" layers_json)
 
   set(variants "")
   if(TARGET backplane_${arg_NAME}_cpu)
@@ -151,7 +147,25 @@ function(backplane_kernel_package)
       list(JOIN archs ", " archs_json)
       set(min_cc ", \"min_compute_capability\": \"8.0\"")
     endif()
-    foreach(op ${arg_OPS})
+    string(TOUPPER ${variant} upper)
+    set(backward_ops "")
+    set(layers_json "")
+    foreach(layer ${arg_LAYERS})
+      string(REPLACE "=" ";" pair ${layer})
+      list(GET pair 0 layer_name)
+      list(GET pair 1 layer_op)
+      set(backward "\"has_backward\": false")
+      foreach(entry ${arg_BACKWARD_${upper}})
+        if(entry MATCHES "^${layer_name}=(.+)$")
+          set(backward "\"has_backward\": true, \"backward_function\": \"${CMAKE_MATCH_1}\"")
+          list(APPEND backward_ops ${CMAKE_MATCH_1})
+        endif()
+      endforeach()
+      list(APPEND layers_json
+           "    {\"name\": \"${layer_name}\", \"function\": \"${layer_op}\", ${backward}}")
+    endforeach()
+    list(JOIN layers_json ",\n" layers_json)
+    foreach(op ${arg_OPS} ${backward_ops})
       list(APPEND functions_json "    {\"name\": \"${op}\", \"op\": \"${op}\", \"device_type\": \
 \"${variant}\", \"dtypes\": [\"float32\", \"bfloat16\", \"float16\"]${min_cc}}")
     endforeach()

@@ -1,5 +1,5 @@
 // The kernel libraries' Status (status.hpp) as the plugin ABI's bp_status: the one conversion
-// that the plugins' entry points (backends/common/attention_forward.hpp, common/package.hpp,
+// that the plugins' entry points (backends/common/attention_entries.hpp, common/package.hpp,
 // the rocm plugin's HIP module) use. Kept out of status.hpp so that the libraries need no ABI
 // header.
 #pragma once

@@ -1,4 +1,5 @@
-// The backplane/rmsnorm kernel package's library: registers rms_norm for its variant's device.
+// The backplane/rmsnorm kernel package's library: registers rms_norm for its variant's device,
+// and rms_norm_backward on CPU (the CUDA variant has no backward yet).
 #include "common/package.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 
@@ -20,12 +21,31 @@ bp_status* rms_norm(void* context, const bp_rms_norm_args* args) noexcept {
 #endif
 }
 
+#ifndef BACKPLANE_PACKAGE_CUDA
+bp_status* rms_norm_backward(void* context, const bp_rms_norm_backward_args* args) noexcept {
+  const auto* host = static_cast<const sdk::Host*>(context);
+  if (std::string why =
+          sdk::args_size_error("rms_norm_backward", args, BP_RMS_NORM_BACKWARD_ARGS_SIZE_1_6, "1.6",
+                               "bp_rms_norm_backward_args");
+      !why.empty()) {
+    return host->status(BP_INVALID_ARGUMENT, why);
+  }
+  const BackwardTensors t{args->grad_output,   args->input,      args->weight,
+                          args->grad_residual, args->grad_input, args->grad_weight};
+  return kernels::to_bp_status(host, backward_cpu(t, args->epsilon));
+}
+#endif
+
 class Package {
  public:
   explicit Package(sdk::Host host) : host_(host) {}
   void register_all(sdk::Registrar& registrar) {
     registrar.add(
         kernels::package_kernel("rms_norm", reinterpret_cast<void (*)(void)>(&rms_norm), &host_));
+#ifndef BACKPLANE_PACKAGE_CUDA
+    registrar.add(kernels::package_kernel(
+        "rms_norm_backward", reinterpret_cast<void (*)(void)>(&rms_norm_backward), &host_));
+#endif
   }
 
  private:

@@ -20,7 +20,11 @@ TEST(Metadata, ReadsEveryField) {
   j["archs"] = {"sm_80", "sm_90"};
   j["functions"][0]["min_compute_capability"] = "8.0";
   j["functions"][0]["max_head_dim"] = 256;
+  j["functions"].push_back(j["functions"][0]);
+  j["functions"][1]["name"] = "scale_backward_f32";
+  j["functions"][1]["op"] = "scale_backward";
   j["layers"][0]["has_backward"] = true;
+  j["layers"][0]["backward_function"] = "scale_backward_f32";
   const PackageMetadata m = parse_metadata(j.dump(), "m.json");
   EXPECT_EQ(m.abi_version(),
             std::to_string(BP_ABI_VERSION_MAJOR) + "." + std::to_string(BP_ABI_VERSION_MINOR));
@@ -32,7 +36,7 @@ TEST(Metadata, ReadsEveryField) {
   EXPECT_EQ(m.backend_version->str(), "13.0");
   EXPECT_EQ(m.archs, (std::vector<std::string>{"sm_80", "sm_90"}));
   EXPECT_EQ(m.library, "libpkg.so");
-  ASSERT_EQ(m.functions.size(), 1u);
+  ASSERT_EQ(m.functions.size(), 2u);
   EXPECT_EQ(m.functions[0].name, "scale_f32");
   EXPECT_EQ(m.functions[0].op, "scale");
   EXPECT_EQ(m.functions[0].device_type, "cpu");
@@ -43,6 +47,7 @@ TEST(Metadata, ReadsEveryField) {
   ASSERT_EQ(m.layers.size(), 1u);
   EXPECT_EQ(m.layers[0].name, "Scale");
   EXPECT_TRUE(m.layers[0].has_backward);
+  EXPECT_EQ(m.layers[0].backward_function, "scale_backward_f32");
   // to_json writes what parse_metadata reads.
   EXPECT_EQ(to_json(parse_metadata(to_json(m), "again.json")), to_json(m));
 }
@@ -101,6 +106,17 @@ TEST(Metadata, ErrorsNameTheFileAndTheField) {
        "not one of the package's functions"},
       {"layer backward", [](json& j) { j["layers"][0]["has_backward"] = "yes"; },
        "layers[0].has_backward", "true or false"},
+      {"backward without its function", [](json& j) { j["layers"][0]["has_backward"] = true; },
+       "layers[0].has_backward", "backward_function must name the function"},
+      {"backward function without has_backward",
+       [](json& j) { j["layers"][0]["backward_function"] = "scale_f32"; },
+       "layers[0].backward_function", "has_backward must be true"},
+      {"backward function unknown",
+       [](json& j) {
+         j["layers"][0]["has_backward"] = true;
+         j["layers"][0]["backward_function"] = "nope";
+       },
+       "layers[0].backward_function", "not one of the package's functions"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);

@@ -68,7 +68,7 @@ TEST(HwprobeJson, ListsTheInTreePlugins) {
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(mps, nullptr);
   EXPECT_EQ((*cpu)["status"], "loaded");
-  EXPECT_EQ((*cpu)["abi_version"], "1.5");
+  EXPECT_EQ((*cpu)["abi_version"], "1.6");
   EXPECT_TRUE((*cpu)["error"].is_null());
 
   const json* cpu_backend = find_by(j["backends"], "type", "cpu");
@@ -93,8 +93,9 @@ TEST(HwprobeJson, ListsTheInTreePlugins) {
   EXPECT_GT(props.at("memory_available").get<int64_t>(), 0);
 }
 
-// The cpu and cuda plugins register the in-tree packages as default layer kernels, inference
-// only (they have no backward); a simulated A100 gets the cuda ones (capability 8.0 and up).
+// The cpu and cuda plugins register the in-tree packages as default layer kernels, in
+// inference and, where the package has a backward, training; a simulated H100 gets the cuda
+// ones (capability 8.0 and up).
 TEST(HwprobeJson, LayerKernelsPerDeviceAndMode) {
   const json j = parse_json(hwprobe({"--json", "--sim", "h100x8"}));
   const json& rows = j.at("layer_kernels");
@@ -122,10 +123,17 @@ TEST(HwprobeJson, LayerKernelsPerDeviceAndMode) {
     EXPECT_EQ(r->at("inference").at("kernel"), c.kernel);
     EXPECT_EQ(r->at("inference").at("source"), c.source);
     EXPECT_EQ(r->at("inference").at("matched_mode"), "inference");
-    EXPECT_TRUE(r->at("training").at("kernel").is_null());
-    EXPECT_NE(r->at("training").at("reason").get<std::string>().find("in mode training"),
-              std::string::npos);
+    // Every package has a backward on these devices (ABI 1.6): the same kernel trains.
+    EXPECT_EQ(r->at("training").at("kernel"), c.kernel);
+    EXPECT_EQ(r->at("training").at("matched_mode"), "training");
   }
+  // rmsnorm's cuda build has no backward: RMSNorm keeps its own forward in training there.
+  const json* norm = row("cuda:7", "RMSNorm");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->at("inference").at("kernel"), "backplane/rmsnorm:RMSNorm");
+  EXPECT_TRUE(norm->at("training").at("kernel").is_null());
+  EXPECT_NE(norm->at("training").at("reason").get<std::string>().find("in mode training"),
+            std::string::npos);
   const ProcessResult text = hwprobe({"--sim", "h100x8"});
   EXPECT_NE(text.out.find("Layer kernels"), std::string::npos) << text.out;
 }

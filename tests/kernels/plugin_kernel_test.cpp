@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "attention/attention.hpp"
 #include "owned_tensor.hpp"
 
 namespace {
@@ -157,6 +158,64 @@ TEST(PluginKernels, ComputeCapabilityRequirement) {
   t4.device = backplane::Device("xpu", 0);
   EXPECT_EQ(backplane::kernel_mismatch(fa2, t4),
             "attention_forward/flash_attention_2 runs on cuda, not on xpu");
+}
+
+// Training through the ABI (1.6): the forward writes the logsumexp, the same plugin's backward
+// reads it, and both give the library's own bits.
+TEST(PluginKernels, SdpaAndEagerTrainThroughTheAbi) {
+  const Runtime runtime = open_cpu();
+  for (const char* implementation : {"sdpa", "eager"}) {
+    SCOPED_TRACE(implementation);
+    const backplane::AttentionKernel kernel =
+        runtime.attention_kernel(backplane::Device("cpu"), implementation);
+    ASSERT_TRUE(kernel.has_backward());
+    const auto q = tensor({1, 4, 5, 16}), k = tensor({1, 2, 9, 16}), v = tensor({1, 2, 9, 16});
+    const auto g = tensor({1, 4, 5, 16});
+    auto out = tensor({1, 4, 5, 16}, false), lse = tensor({1, 4, 5}, false);
+    auto dq = tensor({1, 4, 5, 16}, false), dk = tensor({1, 2, 9, 16}, false),
+         dv = tensor({1, 2, 9, 16}, false);
+    backplane::AttentionArguments fwd;
+    fwd.query = &q.dl, fwd.key = &k.dl, fwd.value = &v.dl, fwd.output = &out.dl;
+    fwd.logsumexp = &lse.dl, fwd.causal = true;
+    kernel(fwd);
+    backplane::AttentionBackwardArguments bwd;
+    bwd.query = &q.dl, bwd.key = &k.dl, bwd.value = &v.dl, bwd.output = &out.dl;
+    bwd.logsumexp = &lse.dl, bwd.grad_output = &g.dl, bwd.grad_query = &dq.dl;
+    bwd.grad_key = &dk.dl, bwd.grad_value = &dv.dl, bwd.causal = true;
+    kernel.backward(bwd);
+
+    namespace attn = backplane::attention;
+    auto out2 = tensor({1, 4, 5, 16}, false), lse2 = tensor({1, 4, 5}, false);
+    auto dq2 = tensor({1, 4, 5, 16}, false), dk2 = tensor({1, 2, 9, 16}, false),
+         dv2 = tensor({1, 2, 9, 16}, false);
+    attn::Options options;
+    options.causal = true;
+    options.implementation = std::string(implementation) == "sdpa" ? attn::Implementation::kSdpa
+                                                                   : attn::Implementation::kEager;
+    attn::Tensors t;
+    t.query = &q.dl, t.key = &k.dl, t.value = &v.dl, t.output = &out2.dl, t.logsumexp = &lse2.dl;
+    ASSERT_TRUE(attn::forward(t, options).ok());
+    attn::BackwardTensors b;
+    b.query = &q.dl, b.key = &k.dl, b.value = &v.dl, b.output = &out2.dl, b.logsumexp = &lse2.dl;
+    b.grad_output = &g.dl, b.grad_query = &dq2.dl, b.grad_key = &dk2.dl, b.grad_value = &dv2.dl;
+    ASSERT_TRUE(attn::backward(b, options).ok());
+    EXPECT_EQ(lse.data, lse2.data);
+    EXPECT_EQ(dq.data, dq2.data);
+    EXPECT_EQ(dk.data, dk2.data);
+    EXPECT_EQ(dv.data, dv2.data);
+    EXPECT_NE(dq.data, std::vector<float>(dq.data.size(), 0.0f));
+
+    // The kernel's refusal comes back naming the backward.
+    bwd.logsumexp = nullptr;
+    try {
+      kernel.backward(bwd);
+      ADD_FAILURE() << "no error";
+    } catch (const backplane::InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("attention_backward: logsumexp is NULL"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

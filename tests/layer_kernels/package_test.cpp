@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -94,13 +95,25 @@ TEST(KernelPackages, RegisterWhatTheirMetadataDeclares) {
   const struct {
     const char* package;
     std::vector<std::string> ops;
-  } expected[] = {{"rmsnorm", {"rms_norm"}},
-                  {"activation", {"silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"}},
-                  {"rotary", {"rotary_embedding"}}};
+  } expected[] = {{"rmsnorm", {"rms_norm", "rms_norm_backward"}},
+                  {"activation",
+                   {"silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "silu_and_mul_backward",
+                    "gelu_and_mul_backward", "gelu_tanh_and_mul_backward"}},
+                  {"rotary", {"rotary_embedding", "rotary_embedding_backward"}}};
   for (const auto& e : expected) {
     SCOPED_TRACE(e.package);
     const hub::LoadedPackage p = load(e.package);
     ASSERT_EQ(p.kernels().size(), e.ops.size());
+    // Every layer of the cpu variants trains: its backward is one of the functions.
+    for (const hub::PackageLayer& layer : p.metadata().layers) {
+      EXPECT_TRUE(layer.has_backward) << layer.name;
+      const auto& functions = p.metadata().functions;
+      EXPECT_TRUE(std::any_of(functions.begin(), functions.end(),
+                              [&](const hub::PackageFunction& f) {
+                                return f.name == layer.backward_function;
+                              }))
+          << layer.name;
+    }
     for (const std::string& op : e.ops) {
       const hub::PackageKernel* k = p.find(op, op);
       ASSERT_NE(k, nullptr) << op;
@@ -177,6 +190,78 @@ TEST(KernelPackages, RotaryThroughTheAbiEqualsTheLibrary) {
                                     static_cast<rotary::Style>(style))
                     .ok());
     EXPECT_EQ(q.data, q_direct.data) << "style " << style;
+  }
+}
+
+// The backward ops through the ABI give the library's bits, and refuse an args struct older
+// than ABI 1.6.
+TEST(KernelPackages, BackwardOpsThroughTheAbiEqualTheLibrary) {
+  {
+    const hub::LoadedPackage p = load("rmsnorm");
+    const hub::PackageKernel* k = p.find("rms_norm_backward", "rms_norm_backward");
+    ASSERT_NE(k, nullptr);
+    auto g = stepped({3, 37}, 0.2f), x = stepped({3, 37}, 0.25f), w = stepped({37}, 0.1f);
+    auto gx = stepped({3, 37}, 0.0f), gw = stepped({37}, 0.0f);
+    auto gx_direct = stepped({3, 37}, 0.0f), gw_direct = stepped({37}, 0.0f);
+    bp_rms_norm_backward_args args{};
+    args.struct_size = sizeof args;
+    args.grad_output = &g.dl;
+    args.input = &x.dl;
+    args.weight = &w.dl;
+    args.grad_input = &gx.dl;
+    args.grad_weight = &gw.dl;
+    args.epsilon = 1e-5;
+    const auto fn = reinterpret_cast<bp_rms_norm_backward_fn>(k->function);
+    EXPECT_EQ(hub::LoadedPackage::take_status(fn(k->context, &args)), "");
+    ASSERT_TRUE(
+        rmsnorm::backward_cpu({&g.dl, &x.dl, &w.dl, nullptr, &gx_direct.dl, &gw_direct.dl}, 1e-5)
+            .ok());
+    EXPECT_EQ(gx.data, gx_direct.data);
+    EXPECT_EQ(gw.data, gw_direct.data);
+    args.struct_size = BP_RMS_NORM_BACKWARD_ARGS_SIZE_1_6 - 1;
+    EXPECT_NE(hub::LoadedPackage::take_status(fn(k->context, &args)).find("smaller than ABI 1.6"),
+              std::string::npos);
+  }
+  {
+    const hub::LoadedPackage p = load("activation");
+    for (activation::Activation a : {activation::Activation::kSilu, activation::Activation::kGelu,
+                                     activation::Activation::kGeluTanh}) {
+      const char* op = activation::backward_op_name(a);
+      SCOPED_TRACE(op);
+      const hub::PackageKernel* k = p.find(op, op);
+      ASSERT_NE(k, nullptr);
+      auto g = stepped({5, 21}, 0.2f), x = stepped({5, 42}, 0.3f);
+      auto gx = stepped({5, 42}, 0.0f), direct = stepped({5, 42}, 0.0f);
+      bp_gated_activation_backward_args args{};
+      args.struct_size = sizeof args;
+      args.grad_output = &g.dl;
+      args.input = &x.dl;
+      args.grad_input = &gx.dl;
+      EXPECT_EQ(hub::LoadedPackage::take_status(reinterpret_cast<bp_gated_activation_backward_fn>(
+                    k->function)(k->context, &args)),
+                "");
+      ASSERT_TRUE(activation::backward_cpu(a, &g.dl, &x.dl, &direct.dl).ok());
+      EXPECT_EQ(gx.data, direct.data);
+    }
+  }
+  {
+    const hub::LoadedPackage p = load("rotary");
+    const hub::PackageKernel* k = p.find("rotary_embedding_backward", "rotary_embedding_backward");
+    ASSERT_NE(k, nullptr);
+    auto gq = stepped({1, 2, 3, 8}, 0.2f), direct = stepped({1, 2, 3, 8}, 0.2f);
+    auto cos = stepped({3, 4}, 0.05f), sin = stepped({3, 4}, 0.07f);
+    bp_rotary_embedding_args args{};
+    args.struct_size = sizeof args;
+    args.query = &gq.dl;
+    args.cos = &cos.dl;
+    args.sin = &sin.dl;
+    args.style = BP_ROTARY_NEOX;
+    EXPECT_EQ(hub::LoadedPackage::take_status(
+                  reinterpret_cast<bp_rotary_embedding_fn>(k->function)(k->context, &args)),
+              "");
+    ASSERT_TRUE(
+        rotary::backward_cpu({&direct.dl, nullptr, &cos.dl, &sin.dl}, rotary::Style::kNeox).ok());
+    EXPECT_EQ(gq.data, direct.data);
   }
 }
 

@@ -6,7 +6,10 @@
 #include <backplane/torch/output.hpp>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/tensor.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -111,16 +114,120 @@ TEST_F(TorchLayersTest, KernelsMatchTheComposites) {
   }
 }
 
-TEST_F(TorchLayersTest, TrainingModeUsesTheCompositeAndSwitchingBackTheKernel) {
+TEST_F(TorchLayersTest, TrainingModeBindsTheBackwardKernelsAndSwitchingBackTheForwardOnes) {
   at::manual_seed(3);
   const at::Tensor w = at::randn({64}), x = at::randn({8, 64});
   const backplane::torch::RMSNorm norm(w, 1e-5, kernels), plain(w, 1e-5);
-  kernels->set_mode(KernelMode::training());  // the packages have no backward
-  EXPECT_FALSE(norm.uses_kernel());
-  EXPECT_TRUE(at::equal(norm(x), plain(x)));
+  kernels->set_mode(KernelMode::training());
+  EXPECT_TRUE(norm.uses_kernel());
+  EXPECT_NE(kernels->find("RMSNorm")->backward.function, nullptr);
+  EXPECT_LT(relative_error(norm(x), plain(x)), 1e-5);  // no gradient asked: the forward kernel
   kernels->set_mode(KernelMode::inference());
   EXPECT_TRUE(norm.uses_kernel());
+  EXPECT_EQ(kernels->find("RMSNorm")->backward.function, nullptr);
   EXPECT_LT(relative_error(norm(x), plain(x)), 1e-5);
+}
+
+// A leaf copy that records its gradient.
+at::Tensor leaf(const at::Tensor& t) {
+  return t.detach().clone().requires_grad_(true);
+}
+
+// The name of the autograd node that made `t` ("...RmsNormFunction..." for the kernels'; for a
+// view modified in place, the node that modified it).
+std::string made_by(const at::Tensor& t) {
+  if (!t.grad_fn()) return "";
+  if (const auto* slices = dynamic_cast<const torch::autograd::CopySlices*>(t.grad_fn().get())) {
+    return slices->fn->name();
+  }
+  return t.grad_fn()->name();
+}
+
+// In training mode each layer's kernels run under autograd (the forward kernel, then the
+// package's backward kernel) and give the composites' gradients, within the dtype's tolerance.
+TEST_F(TorchLayersTest, TrainingKernelsGiveTheCompositesGradients) {
+  kernels->set_mode(KernelMode::training());
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const double tol = dtype == at::kFloat ? 2e-5 : 3e-2;
+    at::manual_seed(21);
+    const at::Tensor x0 = at::randn({4, 6, 96}).to(dtype),
+                     w0 = (1 + 0.1 * at::randn({96})).to(dtype);
+    {
+      const at::Tensor x = leaf(x0), w = leaf(w0), xr = leaf(x0), wr = leaf(w0);
+      const at::Tensor g = at::randn({4, 6, 96}).to(dtype);
+      const at::Tensor y = backplane::torch::RMSNorm(w, 1e-6, kernels)(x);
+      EXPECT_NE(made_by(y).find("RmsNormFunction"), std::string::npos) << made_by(y);
+      (y * g).sum().backward();
+      (backplane::torch::RMSNorm(wr, 1e-6)(xr) * g).sum().backward();
+      EXPECT_LT(relative_error(x.grad(), xr.grad()), tol) << "RMSNorm input";
+      EXPECT_LT(relative_error(w.grad(), wr.grad()), tol) << "RMSNorm weight";
+    }
+    for (const auto kind : {backplane::torch::GatedActivation::Kind::kSilu,
+                            backplane::torch::GatedActivation::Kind::kGelu,
+                            backplane::torch::GatedActivation::Kind::kGeluTanh}) {
+      const at::Tensor x = leaf(x0), xr = leaf(x0);
+      const at::Tensor g = at::randn({4, 6, 48}).to(dtype);
+      const at::Tensor y = backplane::torch::GatedActivation(kind, kernels)(x);
+      EXPECT_NE(made_by(y).find("GatedFunction"), std::string::npos) << made_by(y);
+      (y * g).sum().backward();
+      (backplane::torch::GatedActivation(kind)(xr) * g).sum().backward();
+      EXPECT_LT(relative_error(x.grad(), xr.grad()), tol) << static_cast<int>(kind);
+    }
+    for (const bool interleaved : {false, true}) {
+      // q and k as a model makes them: views of their projections' outputs, rotated in place.
+      const at::Tensor base = leaf(at::randn({2, 2, 5, 3, 32}).to(dtype));
+      const at::Tensor base_r = leaf(base);
+      const auto [cos, sin] = backplane::torch::RotaryEmbedding::tables(5, 32);
+      const at::Tensor gq = at::randn({2, 3, 5, 32}).to(dtype),
+                       gk = at::randn({2, 3, 5, 32}).to(dtype);
+      const auto run = [&](const at::Tensor& b, backplane::torch::SharedLayerKernels with) {
+        const at::Tensor qk = b * 1.0;  // non-leaf, so that it may be rotated in place
+        at::Tensor q = qk.select(1, 0).transpose(1, 2), k = qk.select(1, 1).transpose(1, 2);
+        backplane::torch::RotaryEmbedding(interleaved, with)(q, k, cos.to(dtype), sin.to(dtype));
+        const std::string node = made_by(qk);          // the base of the rotated views, before the
+        ((q * gq).sum() + (k * gk).sum()).backward();  // backward releases its nodes
+        return node;
+      };
+      const std::string node = run(base, kernels);
+      EXPECT_NE(node.find("RotaryFunction"), std::string::npos) << node;
+      run(base_r, nullptr);
+      EXPECT_LT(relative_error(base.grad(), base_r.grad()), tol) << "interleaved " << interleaved;
+    }
+  }
+}
+
+// With inputs that require grad but no backward bound (inference mode), a layer says so once
+// and runs its composite, so the gradients are still right; forward_out refuses such inputs.
+TEST_F(TorchLayersTest, GradientsInInferenceModeTakeTheCompositeAndSaySo) {
+  const at::Tensor x = leaf(at::randn({3, 64})), w = at::randn({64});
+  const backplane::torch::RMSNorm norm(w, 1e-6, kernels);
+  ::testing::internal::CaptureStderr();
+  const at::Tensor y = norm(x);
+  norm(x);
+  const std::string told = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(made_by(y).find("RmsNormFunction"), std::string::npos);
+  EXPECT_NE(told.find("layer `RMSNorm`: an input requires grad, but the kernel bound in mode "
+                      "inference has no backward (set_mode(training) binds the training "
+                      "kernels); running the layer's own composite"),
+            std::string::npos)
+      << told;
+  EXPECT_EQ(told.find("layer `RMSNorm`", told.find("layer `RMSNorm`") + 1), std::string::npos)
+      << "said more than once: " << told;
+  y.sum().backward();
+  const at::Tensor xr = leaf(x);
+  backplane::torch::RMSNorm(w, 1e-6)(xr).sum().backward();
+  EXPECT_LT(relative_error(x.grad(), xr.grad()), 1e-5);
+  at::Tensor out = at::empty({3, 64});
+  try {
+    norm.forward_out(x, out);
+    ADD_FAILURE() << "no error";
+  } catch (const backplane::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("RMSNorm: forward_out writes into out, which autograd "
+                                         "cannot record"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(TorchLayersTest, BadInputIsAClearError) {
@@ -237,6 +344,103 @@ TEST_F(TorchLayersTest, DecoderBlockWithAndWithoutUseKernels) {
     // Stated tolerance: float32 1e-4 and bfloat16 5e-2 of the largest output, relative (bf16
     // rounds every intermediate, in different places on the two paths).
     EXPECT_LT(relative_error(a, b), dtype == at::kFloat ? 1e-4 : 5e-2);
+  }
+}
+
+// backplane's attention is differentiable (the cpu plugin's attention_backward from the saved
+// logsumexp): the gradients of LibTorch's own attention in float64, GQA, a boolean mask and the
+// bottom-right causal limit (seq_q < seq_k); out= and a mask that requires grad are refused.
+TEST_F(TorchLayersTest, AttentionGradientsAreLibTorchs) {
+  const backplane::torch::Attention attention(runtime, Device("cpu"));
+  at::manual_seed(9);
+  const at::Tensor q = leaf(at::randn({2, 4, 7, 32})), k = leaf(at::randn({2, 2, 11, 32}));
+  const at::Tensor v = leaf(at::randn({2, 2, 11, 32}));
+  const at::Tensor mask = at::rand({7, 11}) > 0.2;
+  backplane::torch::AttentionArgs args;
+  args.mask = mask;
+  args.causal = true;
+  const at::Tensor out = attention(q, k, v, args);
+  EXPECT_NE(made_by(out).find("AttentionFunction"), std::string::npos) << made_by(out);
+  const at::Tensor g = at::randn(out.sizes());
+  (out * g).sum().backward();
+
+  const at::Tensor q64 = leaf(q.to(at::kDouble)), k64 = leaf(k.to(at::kDouble)),
+                   v64 = leaf(v.to(at::kDouble));
+  const at::Tensor keep = at::logical_and(mask, at::ones({7, 11}, at::kBool).tril(11 - 7));
+  const at::Tensor ref = at::scaled_dot_product_attention(q64, k64.repeat_interleave(2, 1),
+                                                          v64.repeat_interleave(2, 1), keep);
+  (ref * g.to(at::kDouble)).sum().backward();
+  EXPECT_LT(relative_error(out, ref), 1e-5);
+  EXPECT_LT(relative_error(q.grad(), q64.grad()), 1e-5);
+  EXPECT_LT(relative_error(k.grad(), k64.grad()), 1e-5);
+  EXPECT_LT(relative_error(v.grad(), v64.grad()), 1e-5);
+
+  const auto message = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const backplane::InvalidArgument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  backplane::torch::AttentionArgs with_out;
+  with_out.out = at::empty({2, 4, 7, 32});
+  EXPECT_NE(message([&] { attention(q, k, v, with_out); }).find("out= cannot be recorded"),
+            std::string::npos);
+  backplane::torch::AttentionArgs learned_mask;
+  learned_mask.mask = leaf(at::zeros({7, 11}));
+  EXPECT_NE(message([&] { attention(q, k, v, learned_mask); }).find("mask requires grad"),
+            std::string::npos);
+}
+
+// One training step of the block, with use_kernels in training mode (the layers' backward
+// kernels and backplane's attention backward) and without (LibTorch autograd): the same loss,
+// the same gradients of every weight, and the same loss after an SGD step, within stated
+// tolerances: float32 1e-4 relative, bfloat16 5e-2 (every intermediate is rounded, in
+// different places on the two paths).
+TEST_F(TorchLayersTest, DecoderBlockTrainingStepWithAndWithoutUseKernels) {
+  backplane::bench::LlamaBlockConfig config;
+  config.hidden = 128, config.heads = 4, config.kv_heads = 2, config.head_dim = 32;
+  config.intermediate = 256;
+  kernels->set_mode(KernelMode::training());
+  const auto attention = std::make_shared<backplane::torch::Attention>(runtime, Device("cpu"));
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const double tol = dtype == at::kFloat ? 1e-4 : 5e-2;
+    const backplane::bench::LlamaBlock with(config, dtype, 11, kernels, attention);
+    const backplane::bench::LlamaBlock without(config, dtype, 11);
+    for (const auto* block : {&with, &without}) {
+      for (at::Tensor p : block->parameters()) p.requires_grad_(true);
+    }
+    at::manual_seed(5);
+    const at::Tensor x = at::randn({2, 17, config.hidden}).to(dtype);
+    const at::Tensor target = at::randn({2, 17, config.hidden}).to(dtype);
+    const auto loss_of = [&](const backplane::bench::LlamaBlock& block) {
+      return (block(x).to(at::kFloat) - target.to(at::kFloat)).pow(2).mean();
+    };
+    ::testing::internal::CaptureStderr();
+    const at::Tensor loss_with = loss_of(with);
+    loss_with.backward();
+    const std::string told = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(told.find("composite"), std::string::npos) << "a layer fell back: " << told;
+    const at::Tensor loss_without = loss_of(without);
+    loss_without.backward();
+    EXPECT_LT(relative_error(loss_with, loss_without), tol);
+    const std::vector<at::Tensor> pw = with.parameters(), pr = without.parameters();
+    for (size_t i = 0; i < pw.size(); ++i) {
+      ASSERT_TRUE(pw[i].grad().defined()) << "parameter " << i;
+      EXPECT_LT(relative_error(pw[i].grad(), pr[i].grad()), tol) << "parameter " << i;
+    }
+    {
+      at::NoGradGuard no_grad;  // the optimizer step: SGD
+      for (size_t i = 0; i < pw.size(); ++i) {
+        pw[i].sub_(0.1 * pw[i].grad());
+        pr[i].sub_(0.1 * pr[i].grad());
+      }
+    }
+    const at::Tensor after_with = loss_of(with), after_without = loss_of(without);
+    EXPECT_LT(after_with.item<double>(), loss_with.item<double>());  // the step helped
+    EXPECT_LT(relative_error(after_with, after_without), tol);
   }
 }
 

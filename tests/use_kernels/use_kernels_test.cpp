@@ -91,16 +91,26 @@ TEST_F(UseKernelsTest, InferenceBindsTheDefaultsAndTheyRun) {
   expect_rms_norm_works(*kernels.find("RMSNorm"));
 }
 
-TEST_F(UseKernelsTest, TrainingKeepsTheLayersAndSwitchingBackRebinds) {
+TEST_F(UseKernelsTest, TrainingBindsTheBackwardsAndSwitchingBackRebinds) {
   LayerKernels kernels = LayerKernels::use_kernels(runtime, Device("cpu"), store);
+  for (const char* layer : kLayers) {  // inference: the forward only
+    ASSERT_NE(kernels.find(layer), nullptr) << layer;
+    EXPECT_EQ(kernels.find(layer)->backward.function, nullptr) << layer;
+  }
   kernels.set_mode(KernelMode::training());
   for (const char* layer : kLayers) {
-    EXPECT_EQ(kernels.find(layer), nullptr) << layer;
-    EXPECT_NE(kernels.reason(layer).find("in mode training"), std::string::npos)
-        << kernels.reason(layer);
+    SCOPED_TRACE(layer);
+    const auto* bound = kernels.find(layer);
+    ASSERT_NE(bound, nullptr) << kernels.reason(layer);
+    EXPECT_TRUE(bound->matched_mode.is_training());
+    EXPECT_EQ(bound->entry.source, "cpu");
+    ASSERT_NE(bound->backward.function, nullptr);
+    EXPECT_EQ(bound->backward.info.op, bound->kernel.info.op + "_backward");
   }
+  expect_rms_norm_works(*kernels.find("RMSNorm"));  // the same forward
   kernels.set_mode(KernelMode::inference());
   ASSERT_NE(kernels.find("RMSNorm"), nullptr);
+  EXPECT_EQ(kernels.find("RMSNorm")->backward.function, nullptr);
   expect_rms_norm_works(*kernels.find("RMSNorm"));
   // fallback is a mapping mode, not one to run in: refused, and nothing changes.
   EXPECT_THROW(kernels.set_mode(KernelMode::fallback()), InvalidArgument);
@@ -122,10 +132,10 @@ TEST_F(UseKernelsTest, AMissingPackageKeepsTheLayerWithAWarningOrFails) {
   handler.on_warning = [&](const std::string& w) { handled.push_back(w); };
   LayerKernels handled_kernels = LayerKernels::use_kernels(runtime, Device("cpu"), store, handler);
   EXPECT_EQ(handled, kernels.warnings());
-  handled_kernels.set_mode(KernelMode::training());  // no training kernels: each layer says so
-  EXPECT_GE(handled.size(), 1u + 4u);
-  EXPECT_NE(handled.back().find("keeps its own forward: no kernel for layer `"), std::string::npos)
-      << handled.back();
+  handled_kernels.set_mode(KernelMode::training());  // the missing package is told again
+  EXPECT_EQ(handled.size(), 2u);
+  EXPECT_EQ(handled.back(), handled.front());
+  EXPECT_NE(handled_kernels.find("RMSNorm"), nullptr);
   EXPECT_EQ(kernels.find("RotaryEmbedding"), nullptr);
   EXPECT_NE(kernels.find("RMSNorm"), nullptr);
   ASSERT_EQ(kernels.warnings().size(), 1u);
@@ -140,8 +150,7 @@ TEST_F(UseKernelsTest, AMissingPackageKeepsTheLayerWithAWarningOrFails) {
 }
 
 TEST_F(UseKernelsTest, UserMappingReplacesADefaultAndCanStandAlone) {
-  // RMSNorm from a local folder (the package as built), every mode: in training the package has
-  // no backward, so the layer keeps its forward there too.
+  // RMSNorm from a local folder (the package as built), every mode.
   UseKernelsOptions options;
   options.user_mapping = backplane::parse_kernel_config(
       nlohmann::json{{"RMSNorm", package("rmsnorm") + ":RMSNorm"}}, {"cpu"});
@@ -167,13 +176,21 @@ TEST_F(UseKernelsTest, ALayerTheMappingDoesNotKnow) {
   EXPECT_EQ(kernels.find("LayerNorm"), nullptr);
   EXPECT_NE(kernels.reason("LayerNorm").find("Defaulting to original forward implementation."),
             std::string::npos);
+  // Training with a policy that forbids keeping a layer for want of a mode: a layer mapped for
+  // inference only is an error there, as in the kernels library.
   backplane::KernelFallbackPolicy strict;
   strict.no_compatible_mode = false;
   UseKernelsOptions options;
   options.fallback = strict;
   options.mode = KernelMode::training();
-  // Training with a policy that forbids keeping a layer for want of a mode: an error.
+  options.user_mapping = backplane::parse_kernel_config(
+      nlohmann::json{{"RMSNorm", {{"inference", package("rmsnorm") + ":RMSNorm"}}}}, {"cpu"});
+  options.inherit_mapping = false;
   EXPECT_THROW(LayerKernels::use_kernels(runtime, Device("cpu"), store, options), InvalidArgument);
+  options.fallback = backplane::KernelFallbackPolicy{};  // the default: the layer keeps its own
+  const LayerKernels kept = LayerKernels::use_kernels(runtime, Device("cpu"), store, options);
+  EXPECT_EQ(kept.find("RMSNorm"), nullptr);
+  EXPECT_FALSE(kept.reason("RMSNorm").empty());
 }
 
 TEST_F(UseKernelsTest, UnknownDeviceIsNotFound) {

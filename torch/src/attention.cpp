@@ -10,9 +10,15 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/version.h>
 
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+
+#include "attention_autograd.hpp"
 
 namespace backplane::torch {
 namespace {
@@ -67,6 +73,30 @@ const std::vector<std::string>& tell(const std::vector<std::string>& warnings,
                                      const WarningHandler& on_warning) {
   for (const std::string& w : warnings) tell_warning(on_warning, w);
   return warnings;
+}
+
+// LibTorch's attention with the kernels' semantics (grouped-query heads, bottom-right causal
+// limit), for calls that need gradients from a kernel without a backward. Rows that see no key
+// come out NaN here (LibTorch's math), where the kernels give zeros.
+at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const AttentionArgs& args) {
+  const int64_t group = k.size(1) > 0 ? q.size(1) / k.size(1) : 1;
+  const at::Tensor kk = group > 1 ? k.repeat_interleave(group, 1) : k;
+  const at::Tensor vv = group > 1 ? v.repeat_interleave(group, 1) : v;
+  std::optional<at::Tensor> mask = args.mask;
+  if (mask && mask->scalar_type() == at::kByte) mask = mask->to(at::kBool);
+  if (args.causal) {
+    const int64_t sq = q.size(2), sk = k.size(2);
+    const at::Tensor keep = at::ones({sq, sk}, q.options().dtype(at::kBool)).tril(sk - sq);
+    if (!mask) {
+      mask = keep;
+    } else if (mask->scalar_type() == at::kBool) {
+      mask = at::logical_and(*mask, keep);
+    } else {
+      mask = at::where(keep, *mask, -std::numeric_limits<double>::infinity());
+    }
+  }
+  return at::scaled_dot_product_attention(q, kk, vv, mask, 0.0, false, args.scale);
 }
 
 }  // namespace
@@ -147,6 +177,10 @@ at::Tensor Attention::operator()(const at::Tensor& query, const at::Tensor& key,
                           backplane_device(t->device()).str() + " but this attention runs on " +
                           device_.str() + " (" + kernel_.info().plugin + " plugin)");
   }
+  if (at::GradMode::is_enabled() &&
+      (query.requires_grad() || key.requires_grad() || value.requires_grad())) {
+    return with_grad(query, key, value, args);
+  }
   if (!args.out) out = empty_output(out_shape, query.options());
 
   const DLTensorView q(query, "query"), k(key, "key"), v(value, "value"), o(out, "out");
@@ -164,6 +198,30 @@ at::Tensor Attention::operator()(const at::Tensor& query, const at::Tensor& key,
   call.stream = current_stream(query.device());
   kernel_(call);
   return out;
+}
+
+at::Tensor Attention::with_grad(const at::Tensor& query, const at::Tensor& key,
+                                const at::Tensor& value, const AttentionArgs& args) const {
+  if (args.mask && args.mask->defined() && args.mask->requires_grad()) {
+    throw InvalidArgument(std::string(kWho) +
+                          "mask requires grad, but the attention kernels give no gradient for "
+                          "the mask (as LibTorch's fused attention); pass mask.detach()");
+  }
+  if (args.out) {
+    throw InvalidArgument(std::string(kWho) +
+                          "out= cannot be recorded by autograd, and an input requires grad; "
+                          "leave out unset");
+  }
+  if (kernel_.has_backward()) {
+    return detail::attention_with_grad(kernel_, query, key, value, args.mask, args.causal,
+                                       args.scale, current_stream(query.device()));
+  }
+  tell_warning({}, std::string(kWho) + "an input requires grad, but " + kernel_.info().op + "/" +
+                       kernel_.info().implementation + " on " + device_.str() + " (" +
+                       kernel_.info().plugin +
+                       " plugin) has no attention_backward; running LibTorch's "
+                       "scaled_dot_product_attention so that the gradients flow");
+  return composite_attention(query, key, value, args);
 }
 
 const Runtime& default_runtime() {

@@ -7,24 +7,41 @@
 #include <backplane/warnings.hpp>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
+#include "layer_autograd.hpp"
+#include "native_calls.hpp"
+
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace backplane::torch {
 namespace {
 
-// The kernel's status as an exception naming the layer; nothing for success.
-void check(bp_status* status, const std::string& layer) {
-  const std::string message = hub::LoadedPackage::take_status(status);
-  if (!message.empty()) throw InvalidArgument(layer + " kernel: " + message);
+using detail::check;
+using detail::last_dim_contiguous;
+
+// Whether autograd records this call: grad mode on and some input requires grad.
+bool records_grad(std::initializer_list<const at::Tensor*> inputs) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : inputs) {
+    if (t->defined() && t->requires_grad()) return true;
+  }
+  return false;
 }
 
-// The kernels need the last dim contiguous; other strides pass as they are.
-at::Tensor last_dim_contiguous(const at::Tensor& t) {
-  return t.dim() > 0 && t.size(-1) > 1 && t.stride(-1) != 1 ? t.contiguous() : t;
+// out= calls write into the caller's tensor, which autograd cannot record (nor does LibTorch).
+void refuse_out_with_grad(const std::initializer_list<const at::Tensor*> inputs,
+                          const std::string& layer) {
+  if (records_grad(inputs)) {
+    throw InvalidArgument(layer +
+                          ": forward_out writes into out, which autograd cannot record, "
+                          "and an input requires grad; call the layer (operator()) instead");
+  }
 }
 
 // An out= tensor the kernels can write: the layer's output shape, x's dtype and device, and
@@ -49,29 +66,6 @@ void check_out(const at::Tensor& out, at::IntArrayRef shape, const at::Tensor& x
   if (!in_place_allowed && out.numel() > 0 && x.numel() > 0 && out.data_ptr() == x.data_ptr()) {
     refuse("is x itself; in place is not supported, pass another tensor");
   }
-}
-
-template <class Fn>
-Fn function_of(const hub::BoundLayerKernel& bound) {
-  return reinterpret_cast<Fn>(bound.kernel.function);
-}
-
-// The plugin ABI's rms_norm over LibTorch tensors, with the fused residual add when given.
-void run_native_rms_norm(const hub::BoundLayerKernel& bound, const at::Tensor& input,
-                         const at::Tensor& weight, const at::Tensor* residual, double eps,
-                         at::Tensor& out, const std::string& layer) {
-  const DLTensorView in_view(input, "input"), weight_view(weight, "weight"),
-      out_view(out, "output");
-  std::optional<DLTensorView> residual_view;
-  if (residual != nullptr) residual_view.emplace(*residual, "residual");
-  bp_rms_norm_args args{};
-  args.struct_size = sizeof args;
-  args.input = in_view.get();
-  args.weight = weight_view.get();
-  args.residual = residual_view ? residual_view->get() : nullptr;
-  args.output = out_view.get();
-  args.epsilon = eps;
-  check(function_of<bp_rms_norm_fn>(bound)(bound.kernel.context, &args), layer);
 }
 
 // A kernel-builder binding's extension, opened on first use (its digest checked again, now that
@@ -123,6 +117,21 @@ const hub::BoundLayerKernel* KernelLayer::torch_kernel_for(const at::Tensor& inp
   return bound;
 }
 
+const hub::BoundLayerKernel* KernelLayer::grad_kernel_for(const at::Tensor& input) const {
+  const hub::BoundLayerKernel* bound = kernel_for(input);
+  if (bound == nullptr) return nullptr;
+  if (bound->torch_extension.empty() && bound->backward.function != nullptr) return bound;
+  const KernelMode mode = kernels_->mode();
+  const std::string why =
+      !bound->torch_extension.empty()
+          ? "its kernel-builder build runs without autograd in this bridge"
+          : "the kernel bound in mode " + mode.str() + " has no backward" +
+                (mode.is_training() ? "" : " (set_mode(training) binds the training kernels)");
+  tell_warning({}, "layer `" + name_ + "`: an input requires grad, but " + why +
+                       "; running the layer's own composite so that the gradients flow");
+  return nullptr;
+}
+
 const hub::BoundLayerKernel* KernelLayer::native_kernel_for(const at::Tensor& input) const {
   const hub::BoundLayerKernel* bound = kernel_for(input);
   return bound != nullptr && bound->torch_extension.empty() ? bound : nullptr;
@@ -155,7 +164,8 @@ bool RMSNorm::run_kernel(const at::Tensor& x, at::Tensor& out) const {
   }
   const hub::BoundLayerKernel* k = native_kernel_for(x);
   if (k == nullptr) return false;
-  run_native_rms_norm(*k, last_dim_contiguous(x), weight_, nullptr, eps_, out, layer_name());
+  detail::call_rms_norm(k->kernel, last_dim_contiguous(x), weight_, nullptr, eps_, out,
+                        layer_name());
   return true;
 }
 
@@ -166,6 +176,12 @@ at::Tensor RMSNorm::composite(const at::Tensor& x) const {
 }
 
 at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
+  if (records_grad({&x, &weight_})) {
+    if (const hub::BoundLayerKernel* k = grad_kernel_for(x)) {
+      return detail::rms_norm_with_grad(*k, x, weight_, eps_, layer_name());
+    }
+    return composite(x);
+  }
   if (kernel_for(x) == nullptr) return composite(x);
   at::Tensor out = empty_output(x.sizes(), x.options());
   if (!run_kernel(x, out)) return composite(x);  // a training call without a backward op
@@ -173,17 +189,19 @@ at::Tensor RMSNorm::operator()(const at::Tensor& x) const {
 }
 
 at::Tensor& RMSNorm::forward_out(const at::Tensor& x, at::Tensor& out) const {
+  refuse_out_with_grad({&x, &weight_}, layer_name());
   check_out(out, x.sizes(), x, layer_name(), /*in_place_allowed=*/true);
   if (!run_kernel(x, out)) out.copy_(composite(x));
   return out;
 }
 
 at::Tensor RMSNorm::operator()(const at::Tensor& x, at::Tensor& residual) const {
+  // The fused kernel updates residual outside autograd: with gradients, the add stays LibTorch's.
   if (const hub::BoundLayerKernel* k = native_kernel_for(x);
-      k != nullptr && residual.stride(-1) == 1) {
+      k != nullptr && residual.stride(-1) == 1 && !records_grad({&x, &residual, &weight_})) {
     const at::Tensor input = last_dim_contiguous(x);
     at::Tensor out = empty_output(input.sizes(), input.options());
-    run_native_rms_norm(*k, input, weight_, &residual, eps_, out, layer_name());
+    detail::call_rms_norm(k->kernel, input, weight_, &residual, eps_, out, layer_name());
     return out;
   }
   residual.add_(x);
@@ -216,13 +234,7 @@ bool GatedActivation::run_kernel(const at::Tensor& x, at::Tensor& out) const {
   }
   const hub::BoundLayerKernel* k = native_kernel_for(x);
   if (k == nullptr) return false;
-  const at::Tensor input = last_dim_contiguous(x);
-  const DLTensorView in_view(input, "input"), out_view(out, "output");
-  bp_gated_activation_args args{};
-  args.struct_size = sizeof args;
-  args.input = in_view.get();
-  args.output = out_view.get();
-  check(function_of<bp_gated_activation_fn>(*k)(k->kernel.context, &args), layer_name());
+  detail::call_gated(k->kernel, last_dim_contiguous(x), out, layer_name());
   return true;
 }
 
@@ -242,6 +254,12 @@ at::Tensor GatedActivation::composite(const at::Tensor& x) const {
 
 at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
   const std::vector<int64_t> shape = gated_output_shape(x, layer_name());
+  if (records_grad({&x})) {
+    if (const hub::BoundLayerKernel* k = grad_kernel_for(x)) {
+      return detail::gated_with_grad(*k, x, shape, layer_name());
+    }
+    return composite(x);
+  }
   if (kernel_for(x) == nullptr) return composite(x);
   at::Tensor out = empty_output(shape, x.options());
   if (!run_kernel(x, out)) return composite(x);
@@ -249,6 +267,7 @@ at::Tensor GatedActivation::operator()(const at::Tensor& x) const {
 }
 
 at::Tensor& GatedActivation::forward_out(const at::Tensor& x, at::Tensor& out) const {
+  refuse_out_with_grad({&x}, layer_name());
   check_out(out, gated_output_shape(x, layer_name()), x, layer_name(), false);
   if (!run_kernel(x, out)) out.copy_(composite(x));
   return out;
@@ -268,25 +287,24 @@ std::pair<at::Tensor, at::Tensor> RotaryEmbedding::tables(int64_t seq, int64_t r
 
 void RotaryEmbedding::operator()(at::Tensor& q, at::Tensor& k, const at::Tensor& cos,
                                  const at::Tensor& sin) const {
-  if (const hub::BoundLayerKernel* bound = torch_kernel_for(q);
-      bound != nullptr && q.stride(-1) == 1 && k.stride(-1) == 1) {
-    extension_of(*bound).call(bound->torch_layer->op, {q, k, cos, sin, interleaved_});
-    return;
+  const bool grad = records_grad({&q, &k, &cos, &sin});
+  // cos and sin get no gradient from the kernels: tables that require one take the composite.
+  if (grad && !cos.requires_grad() && !sin.requires_grad() && q.stride(-1) == 1 &&
+      k.stride(-1) == 1) {
+    if (const hub::BoundLayerKernel* bound = grad_kernel_for(q)) {
+      std::tie(q, k) = detail::rotary_with_grad(*bound, q, k, cos, sin, interleaved_, layer_name());
+      return;
+    }
   }
-  const hub::BoundLayerKernel* kernel = native_kernel_for(q);
-  if (kernel != nullptr && q.stride(-1) == 1 && k.stride(-1) == 1) {
-    const DLTensorView q_view(q, "query"), k_view(k, "key"), cos_view(cos, "cos"),
-        sin_view(sin, "sin");
-    bp_rotary_embedding_args args{};
-    args.struct_size = sizeof args;
-    args.query = q_view.get();
-    args.key = k_view.get();
-    args.cos = cos_view.get();
-    args.sin = sin_view.get();
-    args.style = interleaved_ ? BP_ROTARY_INTERLEAVED : BP_ROTARY_NEOX;
-    check(function_of<bp_rotary_embedding_fn>(*kernel)(kernel->kernel.context, &args),
-          layer_name());
-    return;
+  if (!grad && q.stride(-1) == 1 && k.stride(-1) == 1) {
+    if (const hub::BoundLayerKernel* bound = torch_kernel_for(q)) {
+      extension_of(*bound).call(bound->torch_layer->op, {q, k, cos, sin, interleaved_});
+      return;
+    }
+    if (const hub::BoundLayerKernel* kernel = native_kernel_for(q)) {
+      detail::call_rotary(kernel->kernel, q, &k, cos, sin, interleaved_, layer_name());
+      return;
+    }
   }
   const int64_t half = cos.size(-1), rotary_dim = 2 * half;
   // [seq, half] broadcasts over [batch, heads, seq, .]; [batch, seq, half] needs the heads dim.

@@ -48,9 +48,17 @@ bool any_driver_loads() {
 
 TEST(CudaAttentionKernels, AreRegisteredWithTheirRequirements) {
   const backplane::Runtime runtime = open_cuda();
-  std::map<std::string, backplane::KernelInfo> found;
+  // Each implementation has its forward and (ABI 1.6) its backward, with the same requirements.
+  std::map<std::string, backplane::KernelInfo> found, backward;
   for (const backplane::KernelInfo& k : runtime.kernels()) {
-    if (k.plugin == "cuda") found[k.implementation] = k;
+    if (k.plugin != "cuda") continue;
+    (k.op == backplane::kAttentionBackward ? backward : found)[k.implementation] = k;
+  }
+  ASSERT_EQ(backward.size(), found.size());
+  for (const auto& [name, k] : backward) {
+    ASSERT_EQ(found.count(name), 1u) << name;
+    EXPECT_EQ(k.dtypes, found.at(name).dtypes) << name;
+    EXPECT_EQ(k.min_compute_capability, found.at(name).min_compute_capability) << name;
   }
   const std::map<std::string, std::vector<std::string>> want = {
       {"flash_attention_2", {"bfloat16", "float16"}},

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_VERSION_MAJOR 1
-#define BP_ABI_VERSION_MINOR 5
+#define BP_ABI_VERSION_MINOR 6
 
 #if defined(_WIN32)
 #define BP_PLUGIN_EXPORT __declspec(dllexport)
@@ -227,9 +227,18 @@ typedef struct bp_attention_args {
   int32_t causal;
   double scale; /* <= 0: 1 / sqrt(head_dim) */
   void* stream; /* the device's stream; NULL: the default one */
+  /* ---- 1.6 ---- */
+  /* Optional output for training, float32 [batch, heads_q, seq_q]: each row's natural
+   * log-sum-exp of its scaled, masked scores (-inf for a row that sees no key), what
+   * attention_backward reads. A kernel that does not write it refuses the call rather than
+   * leave it unwritten; a plugin that registers attention_backward writes it in the
+   * attention_forward of the same implementation. Kernels of plugins older than 1.6 never read
+   * it: the host passes one only to a plugin that registered attention_backward. */
+  const DLTensor* logsumexp;
 } bp_attention_args;
 typedef bp_status* (*bp_attention_forward_fn)(void* context, const bp_attention_args* args);
 #define BP_ATTENTION_ARGS_SIZE_1_3 BP_STRUCT_SIZE(bp_attention_args, stream)
+#define BP_ATTENTION_ARGS_SIZE_1_6 BP_STRUCT_SIZE(bp_attention_args, logsumexp)
 
 /* ---- 1.4: layer ops ----
  * The ops of the layers Hub kernels replace (RMSNorm, gated activations, rotary embedding), with
@@ -295,6 +304,82 @@ typedef struct bp_rotary_embedding_args {
 } bp_rotary_embedding_args;
 #define BP_ROTARY_EMBEDDING_ARGS_SIZE_1_4 BP_STRUCT_SIZE(bp_rotary_embedding_args, stream)
 typedef bp_status* (*bp_rotary_embedding_fn)(void* context, const bp_rotary_embedding_args* args);
+
+/* ---- 1.6: backward ops ----
+ * The gradients of the ops above, for training, registered with add_kernel like them (same
+ * implementation names, device types and requirements). Conventions as the forward ops'; the
+ * gradients have their operands' shapes and dtype, are written (never accumulated into) and
+ * overlap nothing they are computed from or each other, except where said. */
+
+/* op "attention_backward": the gradients of attention_forward with the same causal and scale,
+ * from the forward's operands, its output and its saved logsumexp (required), and the output's
+ * gradient. grad_key and grad_value are summed over the query heads of each group; the mask
+ * gets no gradient. Rows that saw no key contribute nothing. */
+typedef struct bp_attention_backward_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* query;
+  const DLTensor* key;
+  const DLTensor* value;
+  const DLTensor* mask; /* NULL: none */
+  const DLTensor* output;
+  const DLTensor* logsumexp;   /* float32 [batch, heads_q, seq_q], as the forward wrote it */
+  const DLTensor* grad_output; /* [batch, heads_q, seq_q, head_dim_v] */
+  const DLTensor* grad_query;  /* written */
+  const DLTensor* grad_key;    /* written */
+  const DLTensor* grad_value;  /* written */
+  int32_t causal;
+  double scale; /* <= 0: 1 / sqrt(head_dim) */
+  void* stream;
+} bp_attention_backward_args;
+#define BP_ATTENTION_BACKWARD_ARGS_SIZE_1_6 BP_STRUCT_SIZE(bp_attention_backward_args, stream)
+typedef bp_status* (*bp_attention_backward_fn)(void* context,
+                                               const bp_attention_backward_args* args);
+
+/* op "rms_norm_backward": from the output's gradient and the rows the forward normalized (its
+ * input; with the fused residual add, the updated residual), r = rsqrt(mean(x^2) + epsilon):
+ *   grad_input  = r (g weight - x r^2 mean(g weight x)) (+ grad_residual)   per row
+ *   grad_weight = sum over the rows of g x r, summed in float32 in an order that does not
+ *                 depend on threads or scheduling, rounded once
+ * grad_residual (optional, the shape of input): the gradient reaching the updated residual
+ * from the layers after it, added in; grad_input is then the gradient of both the input and
+ * the residual before the add. */
+typedef struct bp_rms_norm_backward_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* grad_output;
+  const DLTensor* input;
+  const DLTensor* weight;
+  const DLTensor* grad_residual; /* NULL: none */
+  const DLTensor* grad_input;    /* written, the shape of input */
+  const DLTensor* grad_weight;   /* written, [hidden] */
+  double epsilon;
+  void* stream;
+} bp_rms_norm_backward_args;
+#define BP_RMS_NORM_BACKWARD_ARGS_SIZE_1_6 BP_STRUCT_SIZE(bp_rms_norm_backward_args, stream)
+typedef bp_status* (*bp_rms_norm_backward_fn)(void* context, const bp_rms_norm_backward_args* args);
+
+/* ops "silu_and_mul_backward", "gelu_and_mul_backward", "gelu_tanh_and_mul_backward": from the
+ * output's gradient [..., d] and the forward's input [..., 2 * d] (the activation recomputed
+ * from it), grad_input [..., 2 * d]:
+ *   grad_input[..., :d] = grad_output * input[..., d:] * act'(input[..., :d])
+ *   grad_input[..., d:] = grad_output * act(input[..., :d]) */
+typedef struct bp_gated_activation_backward_args {
+  size_t struct_size;
+  void* extension;
+  const DLTensor* grad_output;
+  const DLTensor* input;
+  const DLTensor* grad_input; /* written */
+  void* stream;
+} bp_gated_activation_backward_args;
+#define BP_GATED_ACTIVATION_BACKWARD_ARGS_SIZE_1_6 \
+  BP_STRUCT_SIZE(bp_gated_activation_backward_args, stream)
+typedef bp_status* (*bp_gated_activation_backward_fn)(
+    void* context, const bp_gated_activation_backward_args* args);
+
+/* op "rotary_embedding_backward": bp_rotary_embedding_args with query and key the gradients of
+ * the rotated query and key, rotated back in place (the rotation is orthogonal:
+ * x1 c + x2 s, x2 c - x1 s); bp_rotary_embedding_fn. */
 
 /* ---- 1.4: default layer kernels ----
  * A plugin's default Hub-kernel substitution (docs/device-rules.md §7.1, the kernels library's

@@ -14,6 +14,7 @@
 namespace backplane {
 
 inline constexpr const char* kAttentionForward = "attention_forward";
+inline constexpr const char* kAttentionBackward = "attention_backward";  // ABI 1.6
 
 struct KernelInfo {
   std::string op;              // "attention_forward"
@@ -42,14 +43,44 @@ struct AttentionArguments {
   bool causal = false;               // bottom-right aligned, as transformers' sdpa
   std::optional<double> scale;       // default 1 / sqrt(head_dim)
   void* stream = nullptr;            // the device's stream; nullptr: the default one
+  // For training (ABI 1.6): float32 [batch, heads, seq_q], written with each row's logsumexp
+  // for the backward. Only a kernel with a backward (has_backward()) takes one.
+  const DLTensor* logsumexp = nullptr;
 };
 
-// An attention_forward kernel ready to call. Keeps the plugin loaded while it lives.
+// One attention_backward call: the forward's tensors as they were (output and logsumexp
+// included), the output's gradient, and the gradients written (grad_key and grad_value summed
+// over each group's query heads).
+struct AttentionBackwardArguments {
+  const DLTensor* query = nullptr;
+  const DLTensor* key = nullptr;
+  const DLTensor* value = nullptr;
+  const DLTensor* mask = nullptr;
+  const DLTensor* output = nullptr;
+  const DLTensor* logsumexp = nullptr;
+  const DLTensor* grad_output = nullptr;
+  const DLTensor* grad_query = nullptr;
+  const DLTensor* grad_key = nullptr;
+  const DLTensor* grad_value = nullptr;
+  bool causal = false;
+  std::optional<double> scale;
+  void* stream = nullptr;
+};
+
+// An attention_forward kernel ready to call, with the attention_backward its plugin registered
+// for the same implementation, if any. Keeps the plugin loaded while it lives.
 class BACKPLANE_API AttentionKernel {
  public:
   AttentionKernel(KernelInfo info, bp_attention_forward_fn function, void* context,
-                  std::shared_ptr<const void> owner);
+                  std::shared_ptr<const void> owner, bp_attention_backward_fn backward = nullptr,
+                  void* backward_context = nullptr);
   const KernelInfo& info() const { return info_; }
+  // Whether the plugin registered the implementation's backward (its forward then writes the
+  // logsumexp).
+  bool has_backward() const { return backward_ != nullptr; }
+  // Runs the backward; throws Unavailable when there is none, InvalidArgument with the
+  // kernel's message when it refuses the call.
+  void backward(const AttentionBackwardArguments& arguments) const;
   // Runs the kernel; throws InvalidArgument with the kernel's message when it refuses the call.
   void operator()(const AttentionArguments& arguments) const;
   // The same with the ABI's struct as the caller filled it (struct_size = sizeof args; the
@@ -60,6 +91,8 @@ class BACKPLANE_API AttentionKernel {
   KernelInfo info_;
   bp_attention_forward_fn function_;
   void* context_;
+  bp_attention_backward_fn backward_;
+  void* backward_context_;
   std::shared_ptr<const void> owner_;  // the runtime's snapshot, which owns the library
 };
 

@@ -28,11 +28,13 @@ struct PackageFunction {
   int max_head_dim = 0;  // 0: no limit
 };
 
-// A layer the package can stand in for ("RMSNorm"), and the function that does its forward.
+// A layer the package can stand in for ("RMSNorm"), the function that does its forward and,
+// for training, the one that does its backward.
 struct PackageLayer {
-  std::string name;           // the layer class name in the mapping: "RMSNorm", "SiluAndMul"
-  std::string function;       // one of the package's functions
-  bool has_backward = false;  // usable in training mode
+  std::string name;               // the layer class name in the mapping: "RMSNorm", "SiluAndMul"
+  std::string function;           // one of the package's functions
+  bool has_backward = false;      // usable in training mode
+  std::string backward_function;  // one of the package's functions; set when has_backward is
 };
 
 struct PackageMetadata {

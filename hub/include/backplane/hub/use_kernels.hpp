@@ -47,7 +47,9 @@ struct BoundLayerKernel {
   KernelMappingEntry entry;  // the mapping entry that chose it (kernel ref, mode, source)
   KernelMode matched_mode = KernelMode::inference();
   PackageKernel kernel;  // this project's packages; empty for a kernel-builder one
-  std::string variant;   // the build variant that was loaded
+  // The layer's backward op (this project's packages, training mode); function NULL otherwise.
+  PackageKernel backward;
+  std::string variant;  // the build variant that was loaded
   // A kernel-builder Torch build (checked, not opened: the LibTorch bridge opens it and calls
   // `torch_layer->op`): its variant folder and where its links may lead. Empty otherwise.
   std::filesystem::path torch_extension;

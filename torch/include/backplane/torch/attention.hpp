@@ -65,7 +65,10 @@ class Attention {
             const WarningHandler& on_warning = {}, const AttentionQuery& query = {});
 
   // out = softmax(q k^T * scale + mask) v, written into args.out or a new tensor, returned.
-  // Forward only: the result does not track gradients.
+  // Gradients: when q, k or v requires grad (and grad mode is on), the result is
+  // differentiable: the plugin's attention_backward (ABI 1.6) runs from the forward's saved
+  // logsumexp; a kernel without one says so once and LibTorch's scaled_dot_product_attention
+  // runs instead. Such calls refuse args.out and a mask that requires grad.
   // Throws InvalidArgument naming the argument for a tensor this kernel cannot take (rank,
   // dtype, device, shape), with the kernel's own message for what only it checks.
   at::Tensor operator()(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
@@ -79,6 +82,9 @@ class Attention {
  private:
   Attention(const Runtime& runtime, const AttentionResolution& resolution,
             const WarningHandler& on_warning);
+  // A call autograd records (operator()'s checks done).
+  at::Tensor with_grad(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                       const AttentionArgs& args) const;
 
   Device device_;
   c10::Device torch_device_;

@@ -7,13 +7,18 @@
 //   backplane::torch::RMSNorm norm(weight, 1e-6, kernels);
 //   at::Tensor y = norm(x);             // the RMSNorm kernel, if one is bound
 //   kernels->set_mode(backplane::KernelMode::training());
-//   y = norm(x);                        // the composite, if no training kernel is bound
+//   y = norm(x);                        // the training kernel (differentiable), if one is bound
 //
 // Each layer asks the shared LayerKernels for its kernel on every call (a map lookup), so a mode
 // switch reaches every layer at once. A kernel can be one of this project's packages or a
 // kernel-builder Torch build from the Kernel Hub (the layer calls its op through the dispatcher:
 // extension.hpp). Without LayerKernels (nullptr) a layer is the composite.
-// The layers are forward only: outputs do not track gradients on the kernel path.
+// Gradients: in training mode a layer whose package has a backward runs its kernels under
+// autograd (a torch::autograd::Function: the forward kernel now, the backward kernel when
+// autograd asks). Where no backward is bound (inference mode, a package without one, a
+// kernel-builder build), a call with inputs that require grad says so once and runs the
+// composite, so the gradients are always LibTorch's or the kernels'. forward_out refuses such
+// inputs (autograd cannot record an out= call).
 #pragma once
 
 #include <backplane/hub/use_kernels.hpp>
@@ -47,6 +52,10 @@ class KernelLayer {
   // TorchExtension (extension.hpp). In training mode, a build without the layer's backward op
   // gives nullptr (the composite), with a warning.
   const hub::BoundLayerKernel* torch_kernel_for(const at::Tensor& input) const;
+  // For a call autograd records (grad mode on, an input that requires grad): the native binding
+  // when it has a backward (training mode); else nullptr, having said once why the layer runs
+  // its composite instead (so that the gradients flow).
+  const hub::BoundLayerKernel* grad_kernel_for(const at::Tensor& input) const;
 
  private:
   std::string name_;
