@@ -93,37 +93,39 @@ const Kernelized& kernelized() {
   return k;
 }
 
-void run(benchmark::State& state, const BlockCase& c, bool use_kernels) {
+// The case's block, with the kernels bound for inference or training; nullptr (the benchmark
+// skipped with the reason) when use_kernels cannot run here.
+std::unique_ptr<LlamaBlock> block_for(benchmark::State& state, const BlockCase& c, bool use_kernels,
+                                      bool training) {
   set_threads();
   const Kernelized& k = kernelized();
   if (use_kernels && !k.error.empty()) {
     state.SkipWithError(k.error.c_str());
-    return;
+    return nullptr;
   }
-  const LlamaBlockConfig config;
-  const LlamaBlock block(config, c.dtype, 1, use_kernels ? k.kernels : nullptr,
-                         use_kernels ? k.attention : nullptr);
-  const at::Tensor x = at::randn({c.batch, c.seq, config.hidden}).to(c.dtype);
-  for (auto _ : state) benchmark::DoNotOptimize(block(x));
+  const auto& kernels = training ? k.training : k.kernels;
+  return std::make_unique<LlamaBlock>(LlamaBlockConfig{}, c.dtype, 1,
+                                      use_kernels ? kernels : nullptr,
+                                      use_kernels ? k.attention : nullptr);
+}
+
+void run(benchmark::State& state, const BlockCase& c, bool use_kernels) {
+  const std::unique_ptr<LlamaBlock> block = block_for(state, c, use_kernels, false);
+  if (!block) return;
+  const at::Tensor x = at::randn({c.batch, c.seq, block->config().hidden}).to(c.dtype);
+  for (auto _ : state) benchmark::DoNotOptimize((*block)(x));
   state.counters["threads"] = at::get_num_threads();
 }
 
 void train(benchmark::State& state, const BlockCase& c, bool use_kernels) {
-  set_threads();
-  const Kernelized& k = kernelized();
-  if (use_kernels && !k.error.empty()) {
-    state.SkipWithError(k.error.c_str());
-    return;
-  }
-  const LlamaBlockConfig config;
-  const LlamaBlock block(config, c.dtype, 1, use_kernels ? k.training : nullptr,
-                         use_kernels ? k.attention : nullptr);
-  for (at::Tensor p : block.parameters()) p.requires_grad_(true);
-  const at::Tensor x = at::randn({c.batch, c.seq, config.hidden}).to(c.dtype);
+  const std::unique_ptr<LlamaBlock> block = block_for(state, c, use_kernels, true);
+  if (!block) return;
+  for (at::Tensor p : block->parameters()) p.requires_grad_(true);
+  const at::Tensor x = at::randn({c.batch, c.seq, block->config().hidden}).to(c.dtype);
   for (auto _ : state) {
-    for (at::Tensor p : block.parameters()) p.mutable_grad() = at::Tensor();
-    block(x).to(at::kFloat).pow(2).mean().backward();
-    benchmark::DoNotOptimize(block.parameters().front().grad().data_ptr());
+    for (at::Tensor p : block->parameters()) p.mutable_grad() = at::Tensor();
+    (*block)(x).to(at::kFloat).pow(2).mean().backward();
+    benchmark::DoNotOptimize(block->parameters().front().grad().data_ptr());
   }
   state.counters["threads"] = at::get_num_threads();
 }

@@ -22,6 +22,7 @@ using testing::Instance;
 using testing::MaskType;
 using testing::rel_error;
 using testing::tolerance;
+using testing::Training;
 using DType = cpu::DType;
 
 // The logical values of a host tensor as a float64 LibTorch tensor of its shape.
@@ -74,42 +75,6 @@ Reference torch_reference(const Instance& in, const HostTensor& dout) {
   r.dv = to_vector(grads[2]);
   return r;
 }
-
-struct Training {
-  Instance in;
-  HostTensor lse, dout, dq, dk, dv;
-
-  explicit Training(const Case& c) : in(c) {
-    lse = HostTensor({c.batch, c.heads_q, c.seq_q}, {kDLFloat, 32, 1});
-    std::vector<int> perm;
-    if (c.transposed) perm = {0, 2, 1, 3};
-    const DLDataType dt = testing::dl_dtype(c.dtype);
-    dout = HostTensor(in.out.shape(), dt, perm);
-    dq = HostTensor(in.q.shape(), dt, perm);
-    dk = HostTensor(in.k.shape(), dt, perm);
-    dv = HostTensor(in.v.shape(), dt, perm);
-    std::mt19937 rng(99);
-    dout.fill_normal(rng);
-  }
-  Status run() {
-    Tensors f = in.tensors();
-    f.logsumexp = lse.dl();
-    const Options o = in.options(Implementation::kSdpa);
-    if (Status s = forward(f, o); !s.ok()) return s;
-    BackwardTensors t;
-    t.query = in.q.dl();
-    t.key = in.k.dl();
-    t.value = in.v.dl();
-    t.mask = f.mask;
-    t.output = in.out.dl();
-    t.logsumexp = lse.dl();
-    t.grad_output = dout.dl();
-    t.grad_query = dq.dl();
-    t.grad_key = dk.dl();
-    t.grad_value = dv.dl();
-    return backward(t, o);
-  }
-};
 
 class AgainstAutograd : public ::testing::TestWithParam<Case> {};
 

@@ -299,6 +299,49 @@ struct Instance {
   }
 };
 
+// The forward with its logsumexp, the output's gradient and the three gradients of one case.
+struct Training {
+  Instance in;
+  HostTensor lse, dout, dq, dk, dv;
+
+  explicit Training(const Case& c) : in(c) {
+    lse = HostTensor({c.batch, c.heads_q, c.seq_q}, {kDLFloat, 32, 1});
+    std::vector<int> perm;
+    if (c.transposed) perm = {0, 2, 1, 3};
+    const DLDataType dt = dl_dtype(c.dtype);
+    dout = HostTensor(in.out.shape(), dt, perm);
+    dq = HostTensor(in.q.shape(), dt, perm);
+    dk = HostTensor(in.k.shape(), dt, perm);
+    dv = HostTensor(in.v.shape(), dt, perm);
+    std::mt19937 rng(99);
+    dout.fill_normal(rng);
+  }
+  Tensors forward_tensors() {
+    Tensors t = in.tensors();
+    t.logsumexp = lse.dl();
+    return t;
+  }
+  BackwardTensors backward_tensors() {
+    BackwardTensors t;
+    t.query = in.q.dl();
+    t.key = in.k.dl();
+    t.value = in.v.dl();
+    t.mask = in.has_mask ? in.mask.dl() : nullptr;
+    t.output = in.out.dl();
+    t.logsumexp = lse.dl();
+    t.grad_output = dout.dl();
+    t.grad_query = dq.dl();
+    t.grad_key = dk.dl();
+    t.grad_value = dv.dl();
+    return t;
+  }
+  Status run(Implementation impl = Implementation::kSdpa, RunInfo* info = nullptr) {
+    Status s = forward(forward_tensors(), in.options(impl));
+    if (!s.ok()) return s;
+    return backward(backward_tensors(), in.options(impl), info);
+  }
+};
+
 // The backward's reference in float64, straight from the definition, on the case's (rounded)
 // inputs: S = scale Q K^T + mask (causal bottom-right), P = softmax(S), and the gradients for
 // an output gradient `dout`; the logsumexp too. All in logical row-major order.

@@ -57,7 +57,7 @@ TEST(KernelPackages, LoadWithoutALockAsThisBuildMadeThemAndNotUnderAnotherName) 
   const hub::Store store(temporary.root() / "store");
   store.install(std::string(PACKAGES_DIR) + "/backplane/rmsnorm");
   const hub::SystemFacts host = hub::SystemFacts::host();
-  EXPECT_EQ(store.load(hub::RepoId{"backplane", "rmsnorm"}, host).kernels().size(), 1u);
+  EXPECT_EQ(store.load(hub::RepoId{"backplane", "rmsnorm"}, host).kernels().size(), 2u);
 
   // The same package copied with another name in the trusted org, installed from elsewhere.
   const std::filesystem::path copy = temporary.root() / "copy";
@@ -108,10 +108,9 @@ TEST(KernelPackages, RegisterWhatTheirMetadataDeclares) {
     for (const hub::PackageLayer& layer : p.metadata().layers) {
       EXPECT_TRUE(layer.has_backward) << layer.name;
       const auto& functions = p.metadata().functions;
-      EXPECT_TRUE(std::any_of(functions.begin(), functions.end(),
-                              [&](const hub::PackageFunction& f) {
-                                return f.name == layer.backward_function;
-                              }))
+      EXPECT_TRUE(std::any_of(
+          functions.begin(), functions.end(),
+          [&](const hub::PackageFunction& f) { return f.name == layer.backward_function; }))
           << layer.name;
     }
     for (const std::string& op : e.ops) {

@@ -75,28 +75,32 @@ const std::vector<std::string>& tell(const std::vector<std::string>& warnings,
   return warnings;
 }
 
-// LibTorch's attention with the kernels' semantics (grouped-query heads, bottom-right causal
-// limit), for calls that need gradients from a kernel without a backward. Rows that see no key
-// come out NaN here (LibTorch's math), where the kernels give zeros.
+// Attention from LibTorch's ops with the kernels' semantics (grouped-query heads, bottom-right
+// causal limit), for calls that need gradients from a kernel without a backward; plain ops, so
+// that every LibTorch the bridge builds against has them. Rows that see no key come out NaN
+// here (softmax of -inf), where the kernels give zeros.
 at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const AttentionArgs& args) {
   const int64_t group = k.size(1) > 0 ? q.size(1) / k.size(1) : 1;
   const at::Tensor kk = group > 1 ? k.repeat_interleave(group, 1) : k;
   const at::Tensor vv = group > 1 ? v.repeat_interleave(group, 1) : v;
-  std::optional<at::Tensor> mask = args.mask;
-  if (mask && mask->scalar_type() == at::kByte) mask = mask->to(at::kBool);
+  const double scale = args.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(3))));
+  at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * scale;
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  if (args.mask) {
+    const at::Tensor& m = *args.mask;
+    if (m.scalar_type() == at::kBool || m.scalar_type() == at::kByte) {
+      scores = scores.masked_fill(at::logical_not(m.to(at::kBool)), neg_inf);
+    } else {
+      scores = scores + m;
+    }
+  }
   if (args.causal) {
     const int64_t sq = q.size(2), sk = k.size(2);
     const at::Tensor keep = at::ones({sq, sk}, q.options().dtype(at::kBool)).tril(sk - sq);
-    if (!mask) {
-      mask = keep;
-    } else if (mask->scalar_type() == at::kBool) {
-      mask = at::logical_and(*mask, keep);
-    } else {
-      mask = at::where(keep, *mask, -std::numeric_limits<double>::infinity());
-    }
+    scores = scores.masked_fill(at::logical_not(keep), neg_inf);
   }
-  return at::scaled_dot_product_attention(q, kk, vv, mask, 0.0, false, args.scale);
+  return at::matmul(at::softmax(scores, -1), vv);
 }
 
 }  // namespace
@@ -219,8 +223,8 @@ at::Tensor Attention::with_grad(const at::Tensor& query, const at::Tensor& key,
   tell_warning({}, std::string(kWho) + "an input requires grad, but " + kernel_.info().op + "/" +
                        kernel_.info().implementation + " on " + device_.str() + " (" +
                        kernel_.info().plugin +
-                       " plugin) has no attention_backward; running LibTorch's "
-                       "scaled_dot_product_attention so that the gradients flow");
+                       " plugin) has no attention_backward; running a composite of LibTorch "
+                       "ops so that the gradients flow");
   return composite_attention(query, key, value, args);
 }
 

@@ -112,6 +112,26 @@ __device__ __forceinline__ float mask_bias(const Params& p, int b, int h, int i,
   }
 }
 
+// v reduced over the block's kThreads threads (summed, or the maximum with take_max) through
+// `scratch`, kThreads floats of shared memory; every thread gets the result, and scratch is free
+// again when it returns.
+template <int kThreads>
+__device__ float block_reduce(float v, float* scratch, bool take_max) {
+  const int tid = static_cast<int>(threadIdx.x);
+  scratch[tid] = v;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (tid < width) {
+      const float other = scratch[tid + width];
+      scratch[tid] = take_max ? fmaxf(scratch[tid], other) : scratch[tid] + other;
+    }
+    __syncthreads();
+  }
+  const float result = scratch[0];
+  __syncthreads();  // scratch is reused by the next reduction
+  return result;
+}
+
 __device__ __forceinline__ float negative_infinity() {
   return -__int_as_float(0x7f800000);
 }

@@ -21,19 +21,6 @@ constexpr int kThreads = 128;
 constexpr int kMaxDim = 256;
 constexpr int kDimsPerThread = kMaxDim / kThreads;
 
-__device__ float block_sum(float v, float* scratch) {
-  const int tid = static_cast<int>(threadIdx.x);
-  scratch[tid] = v;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (tid < width) scratch[tid] += scratch[tid + width];
-    __syncthreads();
-  }
-  const float result = scratch[0];
-  __syncthreads();  // scratch is reused by the next reduction
-  return result;
-}
-
 __device__ float row_dot(const void* a, int64_t a_off, int64_t a_step, const float* b, int n,
                          ElementType type) {
   float dot = 0.0f;
@@ -78,7 +65,8 @@ __global__ void __launch_bounds__(kThreads) eager_backward_dq_kernel(BackwardPar
       delta += dout_row[d] * load_element(p.out, o_off + d * p.out_stride[3], p.dtype);
     }
   }
-  delta = block_sum(delta, scratch);  // also the barrier after the shared rows are written
+  delta = block_reduce<kThreads>(delta, scratch,
+                                 false);  // also the barrier after the shared rows are written
 
   const float lse = lse_of(p, b, h, i);
   const int64_t visible = lse == negative_infinity() ? 0 : visible_keys(p, i);

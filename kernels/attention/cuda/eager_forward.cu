@@ -15,22 +15,6 @@ constexpr int kThreads = 128;
 constexpr int kMaxDim = 256;
 constexpr int kDimsPerThread = kMaxDim / kThreads;
 
-__device__ float block_reduce(float v, float* scratch, bool take_max) {
-  const int tid = static_cast<int>(threadIdx.x);
-  scratch[tid] = v;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (tid < width) {
-      const float other = scratch[tid + width];
-      scratch[tid] = take_max ? fmaxf(scratch[tid], other) : scratch[tid] + other;
-    }
-    __syncthreads();
-  }
-  const float result = scratch[0];
-  __syncthreads();  // scratch is reused by the next reduction
-  return result;
-}
-
 __global__ void __launch_bounds__(kThreads) eager_forward_kernel(Params p) {
   __shared__ float q_row[kMaxDim];
   __shared__ float probs[kThreads];
@@ -64,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) eager_forward_kernel(Params p) {
 
   float row_max = negative_infinity();
   for (int j = tid; j < visible; j += kThreads) row_max = fmaxf(row_max, score(j));
-  row_max = block_reduce(row_max, scratch, true);
+  row_max = block_reduce<kThreads>(row_max, scratch, true);
 
   float acc[kDimsPerThread] = {};
   float sum = 0.0f;
@@ -89,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) eager_forward_kernel(Params p) {
       __syncthreads();  // probs is rewritten by the next chunk
     }
   }
-  sum = block_reduce(sum, scratch, false);
+  sum = block_reduce<kThreads>(sum, scratch, false);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   if (p.lse && tid == 0) {
     p.lse[b * p.lse_stride[0] + h * p.lse_stride[1] + i * p.lse_stride[2]] =

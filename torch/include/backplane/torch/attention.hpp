@@ -67,8 +67,8 @@ class Attention {
   // out = softmax(q k^T * scale + mask) v, written into args.out or a new tensor, returned.
   // Gradients: when q, k or v requires grad (and grad mode is on), the result is
   // differentiable: the plugin's attention_backward (ABI 1.6) runs from the forward's saved
-  // logsumexp; a kernel without one says so once and LibTorch's scaled_dot_product_attention
-  // runs instead. Such calls refuse args.out and a mask that requires grad.
+  // logsumexp; a kernel without one says so once and a composite of LibTorch ops (softmax of
+  // the masked scores) runs instead. Such calls refuse args.out and a mask that requires grad.
   // Throws InvalidArgument naming the argument for a tensor this kernel cannot take (rank,
   // dtype, device, shape), with the kernel's own message for what only it checks.
   at::Tensor operator()(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
