@@ -1,6 +1,8 @@
 // Kernel checks of the conformance suite: every attention_forward kernel a plugin registers runs
 // within its declared requirements (dtypes, head sizes) and gives the right answer, and refuses
-// bad calls with an error status, writing nothing, instead of crashing.
+// bad calls with an error status, writing nothing, instead of crashing; where the plugin also
+// registers the implementation's attention_backward (ABI 1.6), its forward's logsumexp and the
+// backward's gradients are right too.
 #include "host_tensor.hpp"
 
 #include <backplane/conformance.hpp>
@@ -214,6 +216,137 @@ TEST_P(PluginConformance, KernelsRunWithinTheirRequirements) {
     }
   }
   for (const std::string& s : skipped) std::cout << "[ note ] not run: " << s << "\n";
+}
+
+// The logsumexp and the gradients of a backward call in double, from the values as stored:
+// P = softmax(S), dV = P^T dO, dS = P (dO V^T - rowsum(dO O)), dQ = scale dS K, dK = scale dS^T Q.
+struct Gradients {
+  std::vector<double> lse, dq, dk, dv;
+};
+Gradients reference_backward(const Shape& s, const Call& c, const HostTensor& dout) {
+  Gradients g;
+  g.lse.assign(static_cast<size_t>(s.batch * s.heads_q * s.seq_q), 0.0);
+  g.dq.assign(static_cast<size_t>(c.q.size()), 0.0);
+  g.dk.assign(static_cast<size_t>(c.k.size()), 0.0);
+  g.dv.assign(static_cast<size_t>(c.v.size()), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  const uint8_t* m = reinterpret_cast<const uint8_t*>(c.mask.get()->data);
+  const int64_t d = s.head_dim;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads_q; ++h) {
+      const int64_t hk = h / (s.heads_q / s.heads_kv);
+      for (int64_t i = 0; i < s.seq_q; ++i) {
+        const int64_t row = (b * s.heads_q + h) * s.seq_q + i;
+        std::vector<double> p(static_cast<size_t>(s.seq_k), -INFINITY);
+        double top = -INFINITY;
+        for (int64_t j = 0; j < s.seq_k; ++j) {
+          bool keep = !s.causal || j <= i + (s.seq_k - s.seq_q);
+          if (s.mask) keep = keep && m[(b * s.seq_q + i) * s.seq_k + j] != 0;
+          if (!keep) continue;
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e) {
+            dot += static_cast<double>(c.q.get(row * d + e)) *
+                   c.k.get(((b * s.heads_kv + hk) * s.seq_k + j) * d + e);
+          }
+          p[static_cast<size_t>(j)] = dot * scale;
+          top = std::max(top, dot * scale);
+        }
+        if (top == -INFINITY) {
+          g.lse[static_cast<size_t>(row)] = -INFINITY;
+          continue;
+        }
+        double total = 0;
+        for (double x : p) total += std::exp(x - top);
+        const double lse = top + std::log(total);
+        g.lse[static_cast<size_t>(row)] = lse;
+        std::vector<double> dp(static_cast<size_t>(s.seq_k), 0.0);
+        double delta = 0;
+        for (int64_t j = 0; j < s.seq_k; ++j) {
+          double& pj = p[static_cast<size_t>(j)];
+          pj = std::exp(pj - lse);
+          for (int64_t e = 0; e < d; ++e) {
+            dp[static_cast<size_t>(j)] += static_cast<double>(dout.get(row * d + e)) *
+                                          c.v.get(((b * s.heads_kv + hk) * s.seq_k + j) * d + e);
+          }
+          delta += pj * dp[static_cast<size_t>(j)];
+        }
+        for (int64_t j = 0; j < s.seq_k; ++j) {
+          const double pj = p[static_cast<size_t>(j)];
+          const double ds = pj * (dp[static_cast<size_t>(j)] - delta) * scale;
+          const int64_t kv = ((b * s.heads_kv + hk) * s.seq_k + j) * d;
+          for (int64_t e = 0; e < d; ++e) {
+            g.dv[static_cast<size_t>(kv + e)] += pj * dout.get(row * d + e);
+            g.dq[static_cast<size_t>(row * d + e)] += ds * c.k.get(kv + e);
+            g.dk[static_cast<size_t>(kv + e)] += ds * c.q.get(row * d + e);
+          }
+        }
+      }
+    }
+  }
+  return g;
+}
+
+// max |got - want| over the elements.
+double worst_difference(const HostTensor& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (int64_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(got.get(i) - want[static_cast<size_t>(i)]));
+  }
+  return worst;
+}
+
+TEST_P(PluginConformance, BackwardKernelsGiveTheGradients) {
+  const Runtime rt = open();
+  std::vector<std::string> skipped;
+  bool skip = false;
+  const std::vector<Target> targets = targets_or_skip(rt, &skipped, &skip);
+  if (skip) GTEST_SKIP() << skip_reason(skipped);
+  bool ran = false;
+  for (const Target& t : targets) {
+    const AttentionKernel kernel = rt.attention_kernel(t.device.device, t.kernel.implementation);
+    if (!kernel.has_backward() || !t.place.host_memory) continue;
+    const Shape shapes[] = {
+        {"plain", 1, 2, 2, 3, 5, 8, false, false},
+        {"causal_grouped_query", 2, 4, 2, 2, 6, 16, true, false},
+        {"bool_mask", 1, 2, 1, 4, 4, 8, false, true},
+    };
+    std::vector<std::string> dtypes = t.kernel.dtypes;
+    if (dtypes.empty()) dtypes = {"float32"};
+    for (const std::string& dtype : dtypes) {
+      const std::optional<DLDataType> dl = dlpack_dtype(dtype);
+      if (!dl) continue;
+      for (const Shape& s : shapes) {
+        SCOPED_TRACE(t.kernel.implementation + " on " + t.device.device.str() + ", " + dtype +
+                     ", " + s.name + " (backward)");
+        const DLDevice device{t.place.type, *t.device.device.index()};
+        Call call(s, *dl, device);
+        HostTensor lse({s.batch, s.heads_q, s.seq_q}, DLDataType{kDLFloat, 32, 1}, device);
+        HostTensor dout({s.batch, s.heads_q, s.seq_q, s.head_dim}, *dl, device);
+        HostTensor dq({s.batch, s.heads_q, s.seq_q, s.head_dim}, *dl, device);
+        HostTensor dk({s.batch, s.heads_kv, s.seq_k, s.head_dim}, *dl, device);
+        HostTensor dv({s.batch, s.heads_kv, s.seq_k, s.head_dim}, *dl, device);
+        dout.fill_random(4);
+        AttentionArguments fwd;
+        fwd.query = call.q.get(), fwd.key = call.k.get(), fwd.value = call.v.get();
+        fwd.mask = call.args.mask, fwd.output = call.out.get(), fwd.logsumexp = lse.get();
+        fwd.causal = s.causal;
+        ASSERT_NO_THROW(kernel(fwd));
+        AttentionBackwardArguments bwd;
+        bwd.query = fwd.query, bwd.key = fwd.key, bwd.value = fwd.value, bwd.mask = fwd.mask;
+        bwd.output = fwd.output, bwd.logsumexp = lse.get(), bwd.grad_output = dout.get();
+        bwd.grad_query = dq.get(), bwd.grad_key = dk.get(), bwd.grad_value = dv.get();
+        bwd.causal = s.causal;
+        ASSERT_NO_THROW(kernel.backward(bwd));
+        const Gradients want = reference_backward(s, call, dout);
+        EXPECT_LE(worst_difference(lse, want.lse), 1e-4) << "logsumexp";
+        EXPECT_LE(worst_difference(dq, want.dq), tolerance(dtype)) << "grad_query";
+        EXPECT_LE(worst_difference(dk, want.dk), tolerance(dtype)) << "grad_key";
+        EXPECT_LE(worst_difference(dv, want.dv), tolerance(dtype)) << "grad_value";
+        ran = true;
+      }
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no attention kernel of this plugin has a backward callable here";
 }
 
 TEST_P(PluginConformance, KernelsRefuseBadTensorsWithErrors) {
