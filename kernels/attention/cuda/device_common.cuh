@@ -132,6 +132,25 @@ __device__ float block_reduce(float v, float* scratch, bool take_max) {
   return result;
 }
 
+// acc[c] += sum over t < count of weights[t] * element (row0 + t, d) of a [rows][dims] operand at
+// `base` (element (r, d) at offset + r * row_stride + d * dim_stride), for this thread's dims
+// d = threadIdx.x + c * kThreads below `dims`: a chunk of weighted rows, one weight per row in
+// shared memory.
+template <int kThreads, int kDimsPerThread>
+__device__ void accumulate_rows(float (&acc)[kDimsPerThread], const float* weights, int count,
+                                const void* base, int64_t offset, int64_t row_stride,
+                                int64_t dim_stride, int dims, ElementType type) {
+  for (int c = 0; c < kDimsPerThread; ++c) {
+    const int d = static_cast<int>(threadIdx.x) + c * kThreads;
+    if (d >= dims) break;
+    float a = acc[c];
+    for (int t = 0; t < count; ++t) {
+      a += weights[t] * load_element(base, offset + t * row_stride + d * dim_stride, type);
+    }
+    acc[c] = a;
+  }
+}
+
 __device__ __forceinline__ float negative_infinity() {
   return -__int_as_float(0x7f800000);
 }

@@ -86,16 +86,8 @@ __global__ void __launch_bounds__(kThreads) eager_backward_dq_kernel(BackwardPar
     ds_chunk[tid] = ds;
     __syncthreads();
     const int chunk = static_cast<int>(min(static_cast<int64_t>(kThreads), visible - start));
-    for (int c = 0; c < kDimsPerThread; ++c) {
-      const int d = tid + c * kThreads;
-      if (d >= p.head_dim) break;
-      float a = acc[c];
-      for (int t = 0; t < chunk; ++t) {
-        const int64_t row = k_off + (start + t) * p.k_stride[2];
-        a += ds_chunk[t] * load_element(p.k, row + d * p.k_stride[3], p.dtype);
-      }
-      acc[c] = a;
-    }
+    accumulate_rows<kThreads>(acc, ds_chunk, chunk, p.k, k_off + start * p.k_stride[2],
+                              p.k_stride[2], p.k_stride[3], p.head_dim, p.dtype);
     __syncthreads();  // ds_chunk is rewritten by the next chunk
   }
   const int64_t dq_off =

@@ -60,16 +60,8 @@ __global__ void __launch_bounds__(kThreads) eager_forward_kernel(Params p) {
       probs[tid] = e;
       __syncthreads();
       const int chunk = static_cast<int>(min(static_cast<int64_t>(kThreads), visible - start));
-      for (int c = 0; c < kDimsPerThread; ++c) {
-        const int d = tid + c * kThreads;
-        if (d >= p.head_dim_v) break;
-        float a = acc[c];
-        for (int t = 0; t < chunk; ++t) {
-          const int64_t row = v_off + (start + t) * p.v_stride[2];
-          a += probs[t] * load_element(p.v, row + d * p.v_stride[3], p.dtype);
-        }
-        acc[c] = a;
-      }
+      accumulate_rows<kThreads>(acc, probs, chunk, p.v, v_off + start * p.v_stride[2],
+                                p.v_stride[2], p.v_stride[3], p.head_dim_v, p.dtype);
       __syncthreads();  // probs is rewritten by the next chunk
     }
   }
