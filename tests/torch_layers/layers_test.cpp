@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "attention_autograd.hpp"
 #include "llama_block.hpp"
 
 namespace {
@@ -391,6 +392,45 @@ TEST_F(TorchLayersTest, AttentionGradientsAreLibTorchs) {
   learned_mask.mask = leaf(at::zeros({7, 11}));
   EXPECT_NE(message([&] { attention(q, k, v, learned_mask); }).find("mask requires grad"),
             std::string::npos);
+}
+
+// The bridge's fallback for a plugin without attention_backward: its composite gives LibTorch's
+// attention and gradients (float64), with the kernels' semantics: GQA, bool and additive masks,
+// the bottom-right causal limit.
+TEST(CompositeAttention, EqualsLibTorchsAttentionAndItsGradients) {
+  at::manual_seed(13);
+  const at::Tensor bool_mask = at::rand({7, 11}) > 0.2;
+  const at::Tensor additive = at::randn({2, 1, 7, 11}).to(at::kDouble);
+  for (const bool causal : {false, true}) {
+    for (const int mask_kind : {0, 1, 2}) {
+      SCOPED_TRACE(std::string(causal ? "causal" : "full") + " mask " + std::to_string(mask_kind));
+      const at::Tensor q = leaf(at::randn({2, 4, 7, 16}).to(at::kDouble));
+      const at::Tensor k = leaf(at::randn({2, 2, 11, 16}).to(at::kDouble));
+      const at::Tensor v = leaf(at::randn({2, 2, 11, 16}).to(at::kDouble));
+      const at::Tensor qr = leaf(q), kr = leaf(k), vr = leaf(v);
+      std::optional<at::Tensor> mask;
+      if (mask_kind == 1) mask = bool_mask;
+      if (mask_kind == 2) mask = additive;
+      const at::Tensor out =
+          backplane::torch::detail::composite_attention(q, k, v, mask, causal, std::nullopt);
+      at::Tensor bias = at::zeros({7, 11}, at::kDouble);
+      if (mask_kind == 1) bias = at::zeros({7, 11}, at::kDouble).masked_fill(~bool_mask, -INFINITY);
+      if (mask_kind == 2) bias = additive;
+      if (causal) {
+        const at::Tensor keep = at::ones({7, 11}, at::kBool).tril(11 - 7);
+        bias = bias.masked_fill(~keep, -INFINITY);
+      }
+      const at::Tensor ref = at::scaled_dot_product_attention(qr, kr.repeat_interleave(2, 1),
+                                                              vr.repeat_interleave(2, 1), bias);
+      const at::Tensor g = at::randn(out.sizes(), at::kDouble);
+      (out * g).sum().backward();
+      (ref * g).sum().backward();
+      EXPECT_LT(relative_error(out, ref), 1e-12);
+      EXPECT_LT(relative_error(q.grad(), qr.grad()), 1e-12);
+      EXPECT_LT(relative_error(k.grad(), kr.grad()), 1e-12);
+      EXPECT_LT(relative_error(v.grad(), vr.grad()), 1e-12);
+    }
+  }
 }
 
 // One training step of the block, with use_kernels in training mode (the layers' backward

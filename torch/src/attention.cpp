@@ -75,34 +75,6 @@ const std::vector<std::string>& tell(const std::vector<std::string>& warnings,
   return warnings;
 }
 
-// Attention from LibTorch's ops with the kernels' semantics (grouped-query heads, bottom-right
-// causal limit), for calls that need gradients from a kernel without a backward; plain ops, so
-// that every LibTorch the bridge builds against has them. Rows that see no key come out NaN
-// here (softmax of -inf), where the kernels give zeros.
-at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                               const AttentionArgs& args) {
-  const int64_t group = k.size(1) > 0 ? q.size(1) / k.size(1) : 1;
-  const at::Tensor kk = group > 1 ? k.repeat_interleave(group, 1) : k;
-  const at::Tensor vv = group > 1 ? v.repeat_interleave(group, 1) : v;
-  const double scale = args.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(3))));
-  at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * scale;
-  const double neg_inf = -std::numeric_limits<double>::infinity();
-  if (args.mask) {
-    const at::Tensor& m = *args.mask;
-    if (m.scalar_type() == at::kBool || m.scalar_type() == at::kByte) {
-      scores = scores.masked_fill(at::logical_not(m.to(at::kBool)), neg_inf);
-    } else {
-      scores = scores + m;
-    }
-  }
-  if (args.causal) {
-    const int64_t sq = q.size(2), sk = k.size(2);
-    const at::Tensor keep = at::ones({sq, sk}, q.options().dtype(at::kBool)).tril(sk - sq);
-    scores = scores.masked_fill(at::logical_not(keep), neg_inf);
-  }
-  return at::matmul(at::softmax(scores, -1), vv);
-}
-
 }  // namespace
 
 Attention::Attention(const Runtime& runtime, const Device& device,
@@ -225,7 +197,7 @@ at::Tensor Attention::with_grad(const at::Tensor& query, const at::Tensor& key,
                        kernel_.info().plugin +
                        " plugin) has no attention_backward; running a composite of LibTorch "
                        "ops so that the gradients flow");
-  return composite_attention(query, key, value, args);
+  return detail::composite_attention(query, key, value, args.mask, args.causal, args.scale);
 }
 
 const Runtime& default_runtime() {

@@ -5,6 +5,9 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <cmath>
+#include <limits>
+
 namespace backplane::torch::detail {
 namespace {
 
@@ -94,6 +97,31 @@ at::Tensor attention_with_grad(const AttentionKernel& kernel, const at::Tensor& 
   state->stream = stream;
   if (mask) state->mask = *mask;
   return AttentionFunction::apply(q, k, v, state);
+}
+
+at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const std::optional<at::Tensor>& mask, bool causal,
+                               std::optional<double> scale_option) {
+  const int64_t group = k.size(1) > 0 ? q.size(1) / k.size(1) : 1;
+  const at::Tensor kk = group > 1 ? k.repeat_interleave(group, 1) : k;
+  const at::Tensor vv = group > 1 ? v.repeat_interleave(group, 1) : v;
+  const double scale = scale_option.value_or(1.0 / std::sqrt(static_cast<double>(q.size(3))));
+  at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * scale;
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  if (mask) {
+    const at::Tensor& m = *mask;
+    if (m.scalar_type() == at::kBool || m.scalar_type() == at::kByte) {
+      scores = scores.masked_fill(at::logical_not(m.to(at::kBool)), neg_inf);
+    } else {
+      scores = scores + m;
+    }
+  }
+  if (causal) {
+    const int64_t sq = q.size(2), sk = k.size(2);
+    const at::Tensor keep = at::ones({sq, sk}, q.options().dtype(at::kBool)).tril(sk - sq);
+    scores = scores.masked_fill(at::logical_not(keep), neg_inf);
+  }
+  return at::matmul(at::softmax(scores, -1), vv);
 }
 
 }  // namespace backplane::torch::detail
