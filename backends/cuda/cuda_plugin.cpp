@@ -87,9 +87,8 @@ class CudaPlugin {
 #ifdef BACKPLANE_CUDA_ATTENTION
     register_attention_kernels(registrar, &host_);
 #endif
-    // The packages' cuda builds target sm_80 and sm_90 (kernels/common/LayerKernel.cmake);
-    // rmsnorm's has no backward (kernels/rmsnorm/CMakeLists.txt).
-    if (!backends::register_default_layer_kernels(registrar, "cuda", 80, {"RMSNorm"})) {
+    // The packages' cuda builds target sm_80 and sm_90 (kernels/common/LayerKernel.cmake).
+    if (!backends::register_default_layer_kernels(registrar, "cuda", 80)) {
       host_.debug("the host takes no layer kernels (ABI older than 1.4)");
     }
 

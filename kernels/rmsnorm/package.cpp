@@ -1,5 +1,5 @@
-// The backplane/rmsnorm kernel package's library: registers rms_norm for its variant's device,
-// and rms_norm_backward on CPU (the CUDA variant has no backward yet).
+// The backplane/rmsnorm kernel package's library: registers rms_norm and rms_norm_backward for
+// its variant's device.
 #include "common/package.hpp"
 #include "rmsnorm/rmsnorm.hpp"
 
@@ -21,7 +21,6 @@ bp_status* rms_norm(void* context, const bp_rms_norm_args* args) noexcept {
 #endif
 }
 
-#ifndef BACKPLANE_PACKAGE_CUDA
 bp_status* rms_norm_backward(void* context, const bp_rms_norm_backward_args* args) noexcept {
   const auto* host = static_cast<const sdk::Host*>(context);
   if (std::string why =
@@ -32,9 +31,12 @@ bp_status* rms_norm_backward(void* context, const bp_rms_norm_backward_args* arg
   }
   const BackwardTensors t{args->grad_output,   args->input,      args->weight,
                           args->grad_residual, args->grad_input, args->grad_weight};
+#ifdef BACKPLANE_PACKAGE_CUDA
+  return kernels::to_bp_status(host, backward_cuda(t, args->epsilon, args->stream));
+#else
   return kernels::to_bp_status(host, backward_cpu(t, args->epsilon));
-}
 #endif
+}
 
 class Package {
  public:
@@ -42,10 +44,8 @@ class Package {
   void register_all(sdk::Registrar& registrar) {
     registrar.add(
         kernels::package_kernel("rms_norm", reinterpret_cast<void (*)(void)>(&rms_norm), &host_));
-#ifndef BACKPLANE_PACKAGE_CUDA
     registrar.add(kernels::package_kernel(
         "rms_norm_backward", reinterpret_cast<void (*)(void)>(&rms_norm_backward), &host_));
-#endif
   }
 
  private:

@@ -60,5 +60,9 @@ const char* cpu_target();
 // CUDA memory (kDLCUDA); `stream` is a cudaStream_t (NULL: the default stream). Returns once the
 // kernel is queued. Defined only in backplane_rmsnorm_cuda (built when nvcc is found).
 Status forward_cuda(const Tensors& tensors, double epsilon, void* stream);
+// The backward on CUDA memory, as forward_cuda; the weight gradient summed over the rows in
+// row order (no atomics: the same bits on every run). grad_input doubles as the kernels' scratch
+// until its last kernel writes it.
+Status backward_cuda(const BackwardTensors& tensors, double epsilon, void* stream);
 
 }  // namespace backplane::rmsnorm

@@ -182,6 +182,21 @@ void rmsnorm_cases(Type t) {
       if (!ok(backplane::rmsnorm::forward_cpu(host, 1e-6), name + " (cpu)")) continue;
       compare(name, out);
       if (residual) compare(name + " residual", r);
+      // The backward from an output gradient (with the residual add: its gradient too), against
+      // the CPU backward; x is the rows the forward normalized.
+      const std::string bname = "rms_norm_backward" + name.substr(name.find(' '));
+      const Pair& rows = residual ? r : x;
+      Pair g(shape, t, 7, 1.0f), gres(shape, t, 8, 1.0f), gx(shape, t, 9, 0.0f),
+          gw({shape[1]}, t, 10, 0.0f);
+      const backplane::rmsnorm::BackwardTensors bhost{
+          &g.h, &rows.h, &w.h, residual ? &gres.h : nullptr, &gx.h, &gw.h};
+      const backplane::rmsnorm::BackwardTensors bdev{
+          &g.d, &rows.d, &w.d, residual ? &gres.d : nullptr, &gx.d, &gw.d};
+      if (!ok(backplane::rmsnorm::backward_cuda(bdev, 1e-6, nullptr), bname)) continue;
+      check_cuda(cudaDeviceSynchronize(), bname.c_str());
+      if (!ok(backplane::rmsnorm::backward_cpu(bhost, 1e-6), bname + " (cpu)")) continue;
+      compare(bname + " grad_input", gx);
+      compare(bname + " grad_weight", gw);
     }
   }
 }

@@ -127,13 +127,9 @@ TEST(HwprobeJson, LayerKernelsPerDeviceAndMode) {
     EXPECT_EQ(r->at("training").at("kernel"), c.kernel);
     EXPECT_EQ(r->at("training").at("matched_mode"), "training");
   }
-  // rmsnorm's cuda build has no backward: RMSNorm keeps its own forward in training there.
-  const json* norm = row("cuda:7", "RMSNorm");
+  const json* norm = row("cuda:7", "RMSNorm");  // cuda's rmsnorm trains too
   ASSERT_NE(norm, nullptr);
-  EXPECT_EQ(norm->at("inference").at("kernel"), "backplane/rmsnorm:RMSNorm");
-  EXPECT_TRUE(norm->at("training").at("kernel").is_null());
-  EXPECT_NE(norm->at("training").at("reason").get<std::string>().find("in mode training"),
-            std::string::npos);
+  EXPECT_EQ(norm->at("training").at("kernel"), "backplane/rmsnorm:RMSNorm");
   const ProcessResult text = hwprobe({"--sim", "h100x8"});
   EXPECT_NE(text.out.find("Layer kernels"), std::string::npos) << text.out;
 }
