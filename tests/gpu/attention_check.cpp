@@ -2,7 +2,9 @@
 // through the plugin ABI (Runtime::attention_kernel on cuda:0) and is compared with the CPU
 // plugin's sdpa kernel in float32 on the same bf16/fp16 values. Prints PASS/FAIL per case with
 // the largest absolute error and its tolerance, then the prefill throughput; exits 1 on any
-// failure.
+// failure. Each case that fits (kLargestBackward) is then run backward too: a forward that
+// writes the logsumexp and the implementation's attention_backward, against the CPU plugin's
+// sdpa forward and backward in float32.
 #include <cuda_runtime_api.h>
 #include <backplane/error.hpp>
 #include <backplane/runtime/kernels.hpp>
@@ -216,6 +218,10 @@ double tolerance(DType t) {
   return t == DType::kF32 ? 2e-4 : t == DType::kBf16 ? 2.5e-2 : 4e-3;
 }
 
+// The backward is checked on every case up to this many score entries (batch x heads x
+// seq_q x seq_k): the longest sequences only forward, as the backward kernel is reference-grade.
+constexpr int64_t kLargestBackward = int64_t{1} << 27;
+
 struct Checker {
   const backplane::Runtime& runtime;
   cudaStream_t stream;
@@ -293,9 +299,8 @@ struct Checker {
     } catch (const backplane::Error& e) {
       error = e.what();
     }
-    if (bool_device) cudaFree(bool_device);
-
     if (!c.expect_error.empty()) {
+      if (bool_device) cudaFree(bool_device);
       const bool ok = error.find(c.expect_error) != std::string::npos;
       report(c, ok,
              ok ? "refused: " + error
@@ -303,12 +308,9 @@ struct Checker {
                       (error.empty() ? "success" : error));
       return;
     }
-    if (!error.empty()) {
-      report(c, false, error);
-      return;
-    }
-    if (c.b == 0) {
-      report(c, true, "empty batch: success");
+    if (!error.empty() || c.b == 0) {
+      if (bool_device) cudaFree(bool_device);
+      report(c, error.empty(), error.empty() ? "empty batch: success" : error);
       return;
     }
 
@@ -338,6 +340,112 @@ struct Checker {
     std::snprintf(text, sizeof text, "max abs err %.3g (tolerance %.3g)%s", worst,
                   tolerance(c.dtype), bad ? (", " + std::to_string(bad) + " bad").c_str() : "");
     report(c, bad == 0, text);
+    if (c.b * c.hq * c.sq * std::max<int64_t>(c.sk, 1) <= kLargestBackward) {
+      run_backward(c, q, k, v, gpu_mask, cpu_mask);
+    }
+    if (bool_device) cudaFree(bool_device);
+  }
+
+  // The backward through the same implementation's attention_backward: a forward that writes
+  // the logsumexp, then the gradients of a random output gradient (in the case's layout), against
+  // the CPU plugin's sdpa forward and backward in float32 on the same values. The gradients are
+  // compared relative to the largest of each: dK and dV sum over the query rows.
+  void run_backward(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const DLTensor* gpu_mask, const DLTensor* cpu_mask) {
+    Case b = c;
+    b.name = c.name + " backward";
+    const backplane::AttentionKernel kernel =
+        runtime.attention_kernel(backplane::Device("cuda", 0), c.impl);
+    if (!kernel.has_backward()) {
+      report(b, false, "the cuda plugin registered no attention_backward for " + c.impl);
+      return;
+    }
+    const int64_t dv = v.shape[3];
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    Tensor out({c.b, c.hq, c.sq, dv}, c.dtype,
+               c.layout == Layout::kTransposed ? Layout::kTransposed : Layout::kCompact);
+    Tensor lse({c.b, c.hq, c.sq, 1}, DType::kF32, Layout::kCompact);
+    lse.dl.ndim = lse.cpu.ndim = 3;  // float32 [batch, heads_q, seq_q]
+    Tensor grad_out({c.b, c.hq, c.sq, dv}, c.dtype, c.layout);
+    Tensor gq(q.shape, c.dtype, c.layout), gk(k.shape, c.dtype, c.layout),
+        gv(v.shape, c.dtype, c.layout);
+    grad_out.fill([&](size_t) { return normal(rng); });
+
+    backplane::AttentionArguments fwd;
+    fwd.query = &q.dl, fwd.key = &k.dl, fwd.value = &v.dl, fwd.mask = gpu_mask;
+    fwd.output = &out.dl, fwd.logsumexp = &lse.dl, fwd.causal = c.causal, fwd.stream = stream;
+    backplane::AttentionBackwardArguments bwd;
+    bwd.query = &q.dl, bwd.key = &k.dl, bwd.value = &v.dl, bwd.mask = gpu_mask;
+    bwd.output = &out.dl, bwd.logsumexp = &lse.dl, bwd.grad_output = &grad_out.dl;
+    bwd.grad_query = &gq.dl, bwd.grad_key = &gk.dl, bwd.grad_value = &gv.dl;
+    bwd.causal = c.causal, bwd.stream = stream;
+    try {
+      kernel(fwd);
+      kernel.backward(bwd);
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (backward)");
+    } catch (const backplane::Error& e) {
+      report(b, false, e.what());
+      return;
+    }
+
+    // The reference, in float32 on the CPU, into host copies of the same shapes.
+    std::vector<float> ref_out(out.values.size()), ref_lse(lse.values.size()),
+        ref_gq(q.values.size()), ref_gk(k.values.size()), ref_gv(v.values.size());
+    auto view = [](const Tensor& t, std::vector<float>& data) {
+      DLTensor d = t.cpu;
+      d.data = data.data();
+      return d;
+    };
+    const DLTensor cpu_out = view(out, ref_out), cpu_lse = view(lse, ref_lse),
+                   cpu_gq = view(q, ref_gq), cpu_gk = view(k, ref_gk), cpu_gv = view(v, ref_gv);
+    const backplane::AttentionKernel reference =
+        runtime.attention_kernel(backplane::Device("cpu"), "sdpa");
+    backplane::AttentionArguments rf = fwd;
+    rf.query = &q.cpu, rf.key = &k.cpu, rf.value = &v.cpu, rf.mask = cpu_mask;
+    rf.output = &cpu_out, rf.logsumexp = &cpu_lse, rf.stream = nullptr;
+    reference(rf);
+    backplane::AttentionBackwardArguments rb;
+    rb.query = &q.cpu, rb.key = &k.cpu, rb.value = &v.cpu, rb.mask = cpu_mask;
+    rb.output = &cpu_out, rb.logsumexp = &cpu_lse, rb.grad_output = &grad_out.cpu;
+    rb.grad_query = &cpu_gq, rb.grad_key = &cpu_gk, rb.grad_value = &cpu_gv;
+    rb.causal = c.causal;
+    reference.backward(rb);
+
+    // The logsumexp within 1e-3 relative (rows that see no key: -inf on both sides), each
+    // gradient within the dtype's tolerance times its largest magnitude (NaN: unwritten).
+    const std::vector<float> got_lse = lse.download();
+    size_t bad_lse = 0;
+    for (size_t i = 0; i < got_lse.size(); ++i) {
+      const bool same = got_lse[i] == ref_lse[i];  // equal infinities included
+      if (!same && !(std::fabs(got_lse[i] - ref_lse[i]) <= 1e-3 * (1.0 + std::fabs(ref_lse[i]))))
+        ++bad_lse;
+    }
+    std::string detail = bad_lse ? std::to_string(bad_lse) + " bad logsumexp rows; " : "";
+    bool ok = bad_lse == 0;
+    struct Gradient {
+      const char* label;
+      const Tensor& device;
+      const std::vector<float>& want;
+    };
+    for (const Gradient& g :
+         {Gradient{"dq", gq, ref_gq}, Gradient{"dk", gk, ref_gk}, Gradient{"dv", gv, ref_gv}}) {
+      const std::vector<float> got = g.device.download();
+      const std::vector<float>& want = g.want;
+      const char* label = g.label;
+      double largest = 1.0, worst = 0.0;
+      for (float w : want) largest = std::max(largest, static_cast<double>(std::fabs(w)));
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+        if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
+      }
+      const double limit = tolerance(c.dtype) * largest;
+      char text[96];
+      std::snprintf(text, sizeof text, "%s err %.3g (limit %.3g)%s", label, worst, limit,
+                    label[1] == 'v' ? "" : ", ");
+      detail += text;
+      ok = ok && worst <= limit;
+    }
+    report(b, ok, detail);
   }
 
   void report(const Case& c, bool ok, const std::string& detail) {
@@ -470,6 +578,54 @@ void throughput(const backplane::Runtime& runtime, cudaStream_t stream) {
   cudaEventDestroy(stop);
 }
 
+// The backward's time as information (the eager backward kernels are reference-grade: no
+// tensor cores), on a shorter prefill than the forward's.
+void backward_throughput(const backplane::Runtime& runtime, cudaStream_t stream) {
+  const int64_t b = 1, h = 32, s = 1024, d = 128;
+  Tensor q({b, h, s, d}, DType::kBf16, Layout::kCompact),
+      k({b, h, s, d}, DType::kBf16, Layout::kCompact);
+  Tensor v({b, h, s, d}, DType::kBf16, Layout::kCompact),
+      out({b, h, s, d}, DType::kBf16, Layout::kCompact);
+  Tensor grad_out({b, h, s, d}, DType::kBf16, Layout::kCompact);
+  Tensor gq({b, h, s, d}, DType::kBf16, Layout::kCompact),
+      gk({b, h, s, d}, DType::kBf16, Layout::kCompact);
+  Tensor gv({b, h, s, d}, DType::kBf16, Layout::kCompact),
+      lse({b, h, s, 1}, DType::kF32, Layout::kCompact);
+  lse.dl.ndim = 3;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (Tensor* t : {&q, &k, &v, &grad_out}) t->fill([&](size_t) { return normal(rng); });
+  const backplane::AttentionKernel kernel =
+      runtime.attention_kernel(backplane::Device("cuda", 0), "flash_attention_2");
+  backplane::AttentionArguments fwd;
+  fwd.query = &q.dl, fwd.key = &k.dl, fwd.value = &v.dl, fwd.output = &out.dl;
+  fwd.logsumexp = &lse.dl, fwd.causal = true, fwd.stream = stream;
+  kernel(fwd);
+  backplane::AttentionBackwardArguments bwd;
+  bwd.query = &q.dl, bwd.key = &k.dl, bwd.value = &v.dl, bwd.output = &out.dl;
+  bwd.logsumexp = &lse.dl, bwd.grad_output = &grad_out.dl, bwd.grad_query = &gq.dl;
+  bwd.grad_key = &gk.dl, bwd.grad_value = &gv.dl, bwd.causal = true, bwd.stream = stream;
+  kernel.backward(bwd);  // warm-up
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  const int reps = 5;
+  cudaEventRecord(start, stream);
+  for (int i = 0; i < reps; ++i) kernel.backward(bwd);
+  cudaEventRecord(stop, stream);
+  check_cuda(cudaEventSynchronize(stop), "backward timing");
+  float ms = 0.0f;
+  cudaEventElapsedTime(&ms, start, stop);
+  // Five products of 2*s*s*d FLOPs each per head (S and dP recomputed, dV, dK, dQ), causal: half.
+  const double flops = 5.0 * 2.0 * b * h * s * s * d / 2.0;
+  std::printf(
+      "INFO throughput attention_backward (eager kernels) prefill 1x32x1024x128 causal bf16: "
+      "%.3f ms, %.2f TFLOP/s\n",
+      ms / reps, flops * reps / (ms * 1e-3) / 1e12);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
 }  // namespace
 
 int main() {
@@ -519,6 +675,7 @@ int main() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::printf("== %d passed, %d failed (%.1f s)\n", checker.passed, checker.failures, seconds);
     throughput(runtime, stream);
+    backward_throughput(runtime, stream);
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;

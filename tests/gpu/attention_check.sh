@@ -3,7 +3,8 @@
 # builds the cuda and cpu plugins and attention_check.cpp (Release, only those targets), then
 # runs every case of attention_check.cpp on cuda:0 through the plugin ABI against the CPU
 # plugin's float32 sdpa: head dims 64-256, sequences 1 to 4097, causal and not, decoding, GQA
-# and MQA, bool and additive masks, strided inputs, empty batch, and the refused calls. Prints
+# and MQA, bool and additive masks, strided inputs, empty batch, and the refused calls, each
+# case that fits also backward (attention_backward against the CPU plugin's). Prints
 # PASS/FAIL per case with the largest absolute error, then the prefill throughput (TFLOP/s) as
 # information. Exits non-zero on any failure. The whole run is capped at 290 s; the build of
 # the needed targets takes about 3 minutes on 16 cores, the cases well under a minute.
