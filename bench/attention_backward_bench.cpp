@@ -1,5 +1,7 @@
 // The attention backward against LibTorch's, in backplane-bench's run (same process, same
-// threads): causal prefill 1x32x1024x128 in float32 and bfloat16.
+// threads): causal prefill 1x32x1024x128 in float32 and bfloat16, and an MQA prefill (8 query
+// heads over one kv head, batch 1: fewer kv heads than cores, so backplane cuts the keys into
+// chunks; LibTorch with enable_gqa).
 //   train_attention/<case>/libtorch   autograd through at::scaled_dot_product_attention
 //       (is_causal: LibTorch's fused CPU flash attention, forward and backward); the forward
 //       runs once, each iteration is one torch::autograd::grad over the kept graph
@@ -11,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +29,7 @@ namespace attn = backplane::attention;
 
 struct BackwardCase {
   at::ScalarType dtype;
-  int64_t batch, heads, seq, head_dim;
+  int64_t batch, heads, heads_kv, seq, head_dim;
   std::string name;
 
   double flops() const {  // causal: half of the five [seq x seq x head_dim] products
@@ -38,8 +41,11 @@ std::vector<BackwardCase> backward_cases() {
   std::vector<BackwardCase> out;
   for (const at::ScalarType t : {at::kFloat, at::kBFloat16}) {
     const std::string suffix = t == at::kFloat ? "_f32" : "_bf16";
-    out.push_back({t, 1, 32, 1024, 128, "train_attention/prefill_causal_1x32x1024x128" + suffix});
+    out.push_back(
+        {t, 1, 32, 32, 1024, 128, "train_attention/prefill_causal_1x32x1024x128" + suffix});
   }
+  out.push_back(
+      {at::kFloat, 1, 8, 1, 1024, 128, "train_attention/prefill_causal_mqa_1x8q1kv_1024x128_f32"});
   return out;
 }
 
@@ -49,8 +55,8 @@ struct Operands {
     const auto o = at::TensorOptions().dtype(c.dtype);
     at::manual_seed(7);
     q = at::randn({c.batch, c.heads, c.seq, c.head_dim}).to(o);
-    k = at::randn({c.batch, c.heads, c.seq, c.head_dim}).to(o);
-    v = at::randn({c.batch, c.heads, c.seq, c.head_dim}).to(o);
+    k = at::randn({c.batch, c.heads_kv, c.seq, c.head_dim}).to(o);
+    v = at::randn({c.batch, c.heads_kv, c.seq, c.head_dim}).to(o);
     grad = at::randn({c.batch, c.heads, c.seq, c.head_dim}).to(o);
   }
 };
@@ -67,7 +73,9 @@ void BackwardLibTorch(benchmark::State& state, const BackwardCase* c) {
   const at::Tensor q = in.q.detach().requires_grad_(true);
   const at::Tensor k = in.k.detach().requires_grad_(true);
   const at::Tensor v = in.v.detach().requires_grad_(true);
-  const at::Tensor out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  const at::Tensor out =
+      at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
+                                       /*enable_gqa=*/c->heads_kv != c->heads);
   for (auto _ : state) {
     const auto grads = torch::autograd::grad({out}, {q, k, v}, {in.grad}, /*retain_graph=*/true);
     benchmark::DoNotOptimize(grads[0].data_ptr());

@@ -9,11 +9,14 @@
 //
 // One work item is one kv head (batch, kv head) with all the query rows of its group: it owns
 // that head's dK, dV and dQ outright, so there are no atomics and no cross-thread sums, and
-// every thread count gives the same bits. Per item the operands are converted to fp32 once
-// (K and V also transposed, per key block, for the products that take them as columns); the
-// key blocks are the outer loop (dK and dV of a block stay in L1/L2), the query blocks the
-// inner one. Every product is one kind of register tile: C[m][:] += A(m, k) B[k][:], A's
-// scalars broadcast (either layout), B's rows loaded as vectors.
+// every thread count gives the same bits. With fewer kv heads than the machine has cores to
+// keep busy (batch 1 with GQA or MQA), the fp32 path also cuts each head's keys into chunks
+// (KeyChunks): an item is then (kv head, chunk), owning its keys' dK and dV and writing its
+// part of dQ to a slot of its own; the parts are summed in chunk order afterwards. Per item the
+// operands are converted to fp32 once (K and V also transposed, per key block, for the products
+// that take them as columns); the key blocks are the outer loop (dK and dV of a block stay in
+// L1/L2), the query blocks the inner one. Every product is one kind of register tile: C[m][:] +=
+// A(m, k) B[k][:], A's scalars broadcast (either layout), B's rows loaded as vectors.
 //
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/sdpa_backward.cpp"
@@ -27,6 +30,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <thread>
 
 #include "common/thread_pool.hpp"
 #include "cpu/problem.hpp"
@@ -170,13 +174,44 @@ HeadBuffers AllocHeadBuffers(const Problem& p, const Dims& m) {
   return h;
 }
 
-// Q, dO, D, the logsumexp and each row's limits for the group's rows; K, K^T and V^T.
-void LoadHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
-              const HeadBuffers& h) {
+// The keys [begin, end) of one work item: a multiple of kBc wide, end clipped to sk_p.
+struct KeyRange {
+  int64_t begin, end;
+};
+
+// How many chunks each kv head's keys are cut into, and how wide: a function of the shape and
+// of the machine's core count only, never of the call's thread count, so that every thread
+// count sums dQ in the same order. No cut when the heads alone fill the cores evenly; else
+// enough chunks for about two items per core, as long as each item keeps at least two key
+// blocks and the dQ parts stay within kMaxPartBytes.
+struct KeyChunks {
+  int64_t count = 1;
+  int64_t keys = 0;  // per chunk
+};
+constexpr int64_t kMaxPartBytes = int64_t{256} << 20;
+
+KeyChunks KeyChunksOf(const Problem& p, const Dims& m) {
+  const int64_t heads = p.batch * p.heads_kv;
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  KeyChunks k;
+  k.keys = m.sk_p;
+  if (heads % cores == 0 || heads >= 2 * cores) return k;
+  const int64_t part_bytes = heads * m.rows_p * m.dp * static_cast<int64_t>(sizeof(float));
+  const int64_t wanted = std::min({(2 * cores + heads - 1) / heads, m.sk_p / (2 * kBc),
+                                   std::max<int64_t>(1, kMaxPartBytes / part_bytes)});
+  if (wanted <= 1) return k;
+  k.keys = RoundUp((m.sk_p + wanted - 1) / wanted, kBc);
+  k.count = (m.sk_p + k.keys - 1) / k.keys;
+  return k;
+}
+
+// Q, dO, D, the logsumexp and each row's limits for rows [r0, r1) of the group, into h's row
+// buffers (h.row: the worker's scratch for one O row).
+void LoadRows(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk, int64_t r0,
+              int64_t r1, const HeadBuffers& h) {
   const Problem& p = bp.fwd;
-  const DType t = p.dtype;
-  const int64_t D = p.head_dim, DV = p.head_dim_v, sk = p.seq_k;
-  for (int64_t r = 0; r < m.rows_p; ++r) {
+  const int64_t D = p.head_dim, DV = p.head_dim_v;
+  for (int64_t r = r0; r < r1; ++r) {
     float* q = h.q + r * m.dp;
     float* dout = h.dout + r * m.dvp;
     if (r >= m.rows) {  // padding: no key, zero operands
@@ -196,7 +231,29 @@ void LoadHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
     h.lim[r] = row.last_key;
     h.mask_off[r] = row.mask_off;
   }
-  for (int64_t j = 0; j < m.sk_p; ++j) {
+}
+
+// The row buffers of one kv head laid out from `base`, RowFloats(m) floats: the chunked path
+// loads them once per head and shares them between the head's chunks.
+int64_t RowFloats(const Dims& m) {
+  return m.rows_p * (m.dp + m.dvp + 2 + 2 * 2);  // q, dout, delta, lse2; lim, mask_off: int64
+}
+void PointRowsAt(float* base, const Dims& m, HeadBuffers* h) {
+  h->q = base;
+  h->dout = h->q + m.rows_p * m.dp;
+  h->delta = h->dout + m.rows_p * m.dvp;
+  h->lse2 = h->delta + m.rows_p;
+  h->lim = reinterpret_cast<int64_t*>(h->lse2 + m.rows_p);
+  h->mask_off = h->lim + m.rows_p;
+}
+
+// K, K^T and V^T of keys [keys.begin, keys.end).
+void LoadKeys(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk, KeyRange keys,
+              const HeadBuffers& h) {
+  const Problem& p = bp.fwd;
+  const DType t = p.dtype;
+  const int64_t D = p.head_dim, DV = p.head_dim_v, sk = p.seq_k;
+  for (int64_t j = keys.begin; j < keys.end; ++j) {
     float* k = h.k + j * m.dp;
     float* kt = h.kt + (j / kBc) * D * kBc + j % kBc;
     float* vt = h.vt + (j / kBc) * DV * kBc + j % kBc;
@@ -263,14 +320,25 @@ void ScoreGradients(const HeadBuffers& h, int64_t r0) {
   }
 }
 
-void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk) {
+// Keys [keys.begin, keys.end) of one kv head: their dK and dV, and dQ's sum over them, either
+// stored into grad_q (the item has all the keys) or left unscaled in `dq_part` ([rows_p][dp],
+// summed by SumDqParts).
+void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
+                  KeyRange keys = {0, -1}, float* dq_part = nullptr, float* shared_rows = nullptr) {
   const Problem& p = bp.fwd;
-  const HeadBuffers h = AllocHeadBuffers(p, m);
-  LoadHead(bp, m, b, hk, h);
-  std::fill(h.dq, h.dq + m.rows_p * m.dp, 0.0f);
+  HeadBuffers h = AllocHeadBuffers(p, m);
+  if (keys.end < 0) keys.end = m.sk_p;
+  if (shared_rows) {
+    PointRowsAt(shared_rows, m, &h);
+  } else {
+    LoadRows(bp, m, b, hk, 0, m.rows_p, h);
+  }
+  LoadKeys(bp, m, b, hk, keys, h);
+  float* dq = dq_part ? dq_part : h.dq;
+  std::fill(dq, dq + m.rows_p * m.dp, 0.0f);
   const int64_t D = p.head_dim, DV = p.head_dim_v, sk = p.seq_k;
   const int64_t row_blocks = m.rows_p / kBr;
-  for (int64_t j0 = 0; j0 < m.sk_p; j0 += kBc) {
+  for (int64_t j0 = keys.begin; j0 < keys.end; j0 += kBc) {
     std::fill(h.dk, h.dk + kBc * m.dp, 0.0f);
     std::fill(h.dv, h.dv + kBc * m.dvp, 0.0f);
     const float* kt = h.kt + (j0 / kBc) * D * kBc;
@@ -291,7 +359,7 @@ void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t h
       Gemm(kBr, kBc, DV, h.dout + r0 * m.dvp, m.dvp, 1, vt, kBc, h.ds, kBc, false);
       ScoreGradients(h, r0);
       Gemm(kBc, m.dp, kBr, h.ds, 1, kBc, h.q + r0 * m.dp, m.dp, h.dk, m.dp, true);
-      Gemm(kBr, m.dp, kBc, h.ds, kBc, 1, h.k + j0 * m.dp, m.dp, h.dq + r0 * m.dp, m.dp, true);
+      Gemm(kBr, m.dp, kBc, h.ds, kBc, 1, h.k + j0 * m.dp, m.dp, dq + r0 * m.dp, m.dp, true);
     }
     for (int64_t c = 0; c < kBc && j0 + c < sk; ++c) {
       StoreRow(p.dtype, h.dk + c * m.dp, p.scale, D, WritableRow(bp.grad_k, p.dtype, b, hk, j0 + c),
@@ -300,11 +368,44 @@ void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t h
                bp.grad_v.stride[3]);
     }
   }
+  if (dq_part) return;
   for (int64_t r = 0; r < m.rows; ++r) {
     const int64_t g = r / p.seq_q, qi = r % p.seq_q, hq = hk * p.group() + g;
     StoreRow(p.dtype, h.dq + r * m.dp, p.scale, D, WritableRow(bp.grad_q, p.dtype, b, hq, qi),
              bp.grad_q.stride[3]);
   }
+}
+
+// dQ of rows [r0, r1) of one kv head: its chunks' parts summed in chunk order, scaled, stored.
+void SumDqParts(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk, int64_t r0,
+                int64_t r1, const float* parts, int64_t count) {
+  const Problem& p = bp.fwd;
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t part = m.rows_p * m.dp;
+  const HeadBuffers h = AllocHeadBuffers(p, m);
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t c = 0; c < m.dp; c += N) {
+      VF sum = hn::LoadU(d, parts + r * m.dp + c);
+      for (int64_t k = 1; k < count; ++k)
+        sum = hn::Add(sum, hn::LoadU(d, parts + k * part + r * m.dp + c));
+      hn::StoreU(sum, d, h.row + c);
+    }
+    const int64_t g = r / p.seq_q, qi = r % p.seq_q, hq = hk * p.group() + g;
+    StoreRow(p.dtype, h.row, p.scale, p.head_dim, WritableRow(bp.grad_q, p.dtype, b, hq, qi),
+             bp.grad_q.stride[3]);
+  }
+}
+
+float* DqPartScratch(size_t floats) {
+  static thread_local hwy::AlignedFreeUniquePtr<float[]> storage;
+  static thread_local size_t capacity = 0;
+  if (floats > capacity) {
+    storage = hwy::AllocateAligned<float>(floats);
+    if (!storage) throw std::bad_alloc();
+    capacity = floats;
+  }
+  return storage.get();
 }
 
 }  // namespace backward
@@ -324,13 +425,48 @@ void RunBackward(const BackwardProblem& bp, int threads, RunInfo* info) {
     info->target = hwy::TargetName(HWY_TARGET);
     info->tile_kernel = tile_kernel;
   }
-  kernels::ThreadPool::global().parallel_for(p.batch * p.heads_kv, threads, [&](int64_t item, int) {
-    const int64_t b = item / p.heads_kv, hk = item % p.heads_kv;
-    if (head) {
-      head(bp, b, hk);
-    } else {
-      backward::BackwardHead(bp, m, b, hk);
-    }
+  kernels::ThreadPool& pool = kernels::ThreadPool::global();
+  const backward::KeyChunks chunks = head ? backward::KeyChunks{} : backward::KeyChunksOf(p, m);
+  if (chunks.count == 1) {
+    pool.parallel_for(p.batch * p.heads_kv, threads, [&](int64_t item, int) {
+      const int64_t b = item / p.heads_kv, hk = item % p.heads_kv;
+      if (head) {
+        head(bp, b, hk);
+      } else {
+        backward::BackwardHead(bp, m, b, hk);
+      }
+    });
+    return;
+  }
+  // On the calling thread's scratch (kept): each head's rows, loaded once for all its chunks,
+  // then the dQ parts, [kv head][chunk][rows_p][dp].
+  const int64_t heads = p.batch * p.heads_kv;
+  const int64_t part = m.rows_p * m.dp, rows = backward::RowFloats(m);
+  float* shared_rows =
+      backward::DqPartScratch(static_cast<size_t>(heads * (rows + chunks.count * part)));
+  float* parts = shared_rows + heads * rows;
+  const int64_t row_blocks = m.rows_p / backward::kBr;
+  pool.parallel_for(heads * row_blocks, threads, [&](int64_t item, int) {
+    const int64_t head_item = item / row_blocks, r0 = (item % row_blocks) * backward::kBr;
+    backward::HeadBuffers h = backward::AllocHeadBuffers(p, m);
+    backward::PointRowsAt(shared_rows + head_item * rows, m, &h);
+    backward::LoadRows(bp, m, head_item / p.heads_kv, head_item % p.heads_kv, r0,
+                       r0 + backward::kBr, h);
+  });
+  pool.parallel_for(heads * chunks.count, threads, [&](int64_t item, int) {
+    const int64_t head_item = item / chunks.count, chunk = item % chunks.count;
+    const int64_t begin = chunk * chunks.keys;
+    backward::BackwardHead(bp, m, head_item / p.heads_kv, head_item % p.heads_kv,
+                           {begin, std::min(m.sk_p, begin + chunks.keys)}, parts + item * part,
+                           shared_rows + head_item * rows);
+  });
+  // Then dQ, a block of kBr rows of one head per item.
+  const int64_t row_ranges = row_blocks;
+  pool.parallel_for(heads * row_ranges, threads, [&](int64_t item, int) {
+    const int64_t head_item = item / row_ranges, r0 = (item % row_ranges) * backward::kBr;
+    backward::SumDqParts(bp, m, head_item / p.heads_kv, head_item % p.heads_kv, r0,
+                         std::min(m.rows, r0 + backward::kBr),
+                         parts + head_item * chunks.count * part, chunks.count);
   });
 }
 
