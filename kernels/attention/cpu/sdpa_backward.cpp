@@ -323,11 +323,10 @@ void ScoreGradients(const HeadBuffers& h, int64_t r0) {
 // Keys [keys.begin, keys.end) of one kv head: their dK and dV, and dQ's sum over them, either
 // stored into grad_q (the item has all the keys) or left unscaled in `dq_part` ([rows_p][dp],
 // summed by SumDqParts).
-void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk,
-                  KeyRange keys = {0, -1}, float* dq_part = nullptr, float* shared_rows = nullptr) {
+void BackwardHead(const BackwardProblem& bp, const Dims& m, int64_t b, int64_t hk, KeyRange keys,
+                  float* dq_part = nullptr, float* shared_rows = nullptr) {
   const Problem& p = bp.fwd;
   HeadBuffers h = AllocHeadBuffers(p, m);
-  if (keys.end < 0) keys.end = m.sk_p;
   if (shared_rows) {
     PointRowsAt(shared_rows, m, &h);
   } else {
@@ -433,7 +432,7 @@ void RunBackward(const BackwardProblem& bp, int threads, RunInfo* info) {
       if (head) {
         head(bp, b, hk);
       } else {
-        backward::BackwardHead(bp, m, b, hk);
+        backward::BackwardHead(bp, m, b, hk, {0, m.sk_p});
       }
     });
     return;
@@ -461,9 +460,8 @@ void RunBackward(const BackwardProblem& bp, int threads, RunInfo* info) {
                            shared_rows + head_item * rows);
   });
   // Then dQ, a block of kBr rows of one head per item.
-  const int64_t row_ranges = row_blocks;
-  pool.parallel_for(heads * row_ranges, threads, [&](int64_t item, int) {
-    const int64_t head_item = item / row_ranges, r0 = (item % row_ranges) * backward::kBr;
+  pool.parallel_for(heads * row_blocks, threads, [&](int64_t item, int) {
+    const int64_t head_item = item / row_blocks, r0 = (item % row_blocks) * backward::kBr;
     backward::SumDqParts(bp, m, head_item / p.heads_kv, head_item % p.heads_kv, r0,
                          std::min(m.rows, r0 + backward::kBr),
                          parts + head_item * chunks.count * part, chunks.count);
