@@ -161,7 +161,7 @@ inline void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
 }
 
-// The shared table: every head_dim (64, 80, 96, 128, 256) and seq length (1, 7, 64, 127,
+// The shared table: every head_dim (64, 72, 80, 96, 128, 256) and seq length (1, 7, 64, 127,
 // 1024, 4097) appears; causal and not; seq_q != seq_k both ways; GQA 32/8 and MQA; bool and
 // additive masks; the three dtypes; [b, s, h, d] views; a value head_dim that differs.
 inline std::vector<Case> case_table() {
@@ -204,6 +204,8 @@ inline std::vector<Case> case_table() {
       {"d256_q64_k4097_causal_window", 1, 2, 1, 64, 4097, 256, true, f32},
       {"d128_mqa16_k4097_splitkv", 1, 16, 1, 1, 4097, 128, false, f32},
       {"d1_dv130_odd_sizes", 1, 3, 1, 21, 50, 1, true, f32, MaskType::kNone, {}, false, 130},
+      // K tiles transposed 16 columns at a time, then the rest one by one; a partial last tile.
+      {"d72_s45_causal_gqa", 1, 4, 2, 45, 45, 72, true, f32},
       {"bf16_d128_s1024_causal_gqa", 1, 8, 2, 1024, 1024, 128, true, bf16},
       {"bf16_d64_s127_boolmask", 1, 4, 4, 127, 127, 64, false, bf16, MaskType::kBool},
       {"bf16_d80_s64_transposed", 2, 2, 2, 64, 64, 80, true, bf16, MaskType::kNone, {}, true},

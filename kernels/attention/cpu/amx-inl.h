@@ -1,10 +1,10 @@
 // AMX primitives shared by the forward's bf16 tiles (sdpa_amx-inl.h) and the backward's
-// (sdpa_backward_amx-inl.h): the tile configuration, 16x16 transposes of 32-bit words, and one
-// general tile product. Highway 1.0.3 has no AMX, hence intrinsics in functions built for
-// amx-tile/amx-bf16 on top of the AVX3 targets, run only where the CPU and the OS allow AMX
-// (amx_bf16_available()). Everything here is HWY_INLINE: the header is included by several
-// files of one target.
-// Included once per SIMD target (foreach_target), hence the toggle guard.
+// (sdpa_backward_amx-inl.h): the tile configuration, and one general tile product; the 16x16
+// transposes they use are in transpose-inl.h. Highway 1.0.3 has no AMX, hence intrinsics in
+// functions built for amx-tile/amx-bf16 on top of the AVX3 targets, run only where the CPU and the
+// OS allow AMX (amx_bf16_available()). Everything here is HWY_INLINE: the header is included by
+// several files of one target. Included once per SIMD target (foreach_target), hence the toggle
+// guard.
 #if defined(BACKPLANE_ATTENTION_CPU_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_ATTENTION_CPU_AMX_INL_H_
 #undef BACKPLANE_ATTENTION_CPU_AMX_INL_H_
@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <cstring>
+
+#include "cpu/transpose-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
@@ -48,39 +50,6 @@ HWY_INLINE __m512i PairIndex() {
                                                21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
                                                11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   return _mm512_load_si512(idx);
-}
-
-// dst[c * ld + i] = lane c of r[i], for 16 rows of 16 32-bit elements (r is overwritten).
-HWY_INLINE void Transpose16x16Rows(__m512i r[16], uint32_t* dst, int64_t ld) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  // r[4g + k] holds, in 128-bit lane L, column 4L + k of rows 4g..4g+3.
-  for (int k = 0; k < 4; ++k) {
-    t[k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);           // columns k, 8+k; rows 0-7
-    t[4 + k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);       // columns 4+k, 12+k; rows 0-7
-    t[8 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);  // rows 8-15
-    t[12 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
-  }
-  for (int k = 0; k < 8; ++k) {
-    _mm512_storeu_si512(dst + k * ld, _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88));
-    _mm512_storeu_si512(dst + (k + 8) * ld, _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd));
-  }
-}
-
-// dst[c * ld + r] = src[r * ls + c] for a 16 x 16 block of 32-bit elements.
-HWY_INLINE void Transpose16x16(const uint32_t* src, int64_t ls, uint32_t* dst, int64_t ld) {
-  __m512i r[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * ls);
-  Transpose16x16Rows(r, dst, ld);
 }
 
 // C[m][n] (+)= sum_k A[m][k] B[k][n] on the tiles, 32 x 32 of C at a time (tiles 0-3 accumulate,

@@ -22,6 +22,7 @@
 #include "common/simd-inl.h"
 #include "cpu/problem.hpp"
 #include "cpu/sdpa_tiles-inl.h"
+#include "cpu/transpose-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
@@ -452,6 +453,29 @@ struct Panels {
   }
 };
 
+// K rows k0[r * ks] (r < live, zeros after) transposed into tile[c * kQkRows + r], 16 columns
+// at a time where the target can (kQkRows <= 16); returns the columns done.
+HWY_INLINE int64_t PackKTileColumns(const float* k0, int64_t ks, int64_t live, int64_t D,
+                                    float* tile) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  static_assert(kQkRows <= 16, "a K tile is at most one 16x16 transpose high");
+  constexpr __mmask16 kTileRows = static_cast<__mmask16>((1u << kQkRows) - 1);
+  int64_t c0 = 0;
+  for (; c0 + 16 <= D; c0 += 16) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = i < live ? _mm512_loadu_si512(k0 + i * ks + c0) : _mm512_setzero_si512();
+    Transpose16x16Regs(r);
+    for (int c = 0; c < 16; ++c)
+      _mm512_mask_storeu_epi32(tile + (c0 + c) * kQkRows, kTileRows, r[c]);
+  }
+  return c0;
+#else
+  (void)k0, (void)ks, (void)live, (void)D, (void)tile;
+  return 0;
+#endif
+}
+
 // Packs keys [from, to) (from and to multiples of kQkRows, relative to nothing: absolute keys),
 // zeros past seq_k.
 HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_t hk, Panels& pn,
@@ -464,28 +488,42 @@ HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_
       static_cast<const char*>(p.k.data) + (b * p.k.stride[0] + hk * p.k.stride[1]) * es;
   const char* vbase =
       static_cast<const char*>(p.v.data) + (b * p.v.stride[0] + hk * p.v.stride[1]) * es;
-  for (int64_t j = from; j < to; ++j) {
-    // K: row j into its tile, transposed.
-    float* tile = pn.k.get() + (j - j % kQkRows - pn.base) * D;
-    const int64_t r = j % kQkRows;
-    if (j < p.seq_k) {
-      LoadRow(p.dtype, kbase + j * p.k.stride[2] * es, p.k.stride[3], D, row);
-      for (int64_t c = 0; c < D; ++c) tile[c * kQkRows + r] = row[c];
-    } else {
-      for (int64_t c = 0; c < D; ++c) tile[c * kQkRows + r] = 0.0f;
+  const bool k_rows = p.dtype == DType::kF32 && p.k.stride[3] == 1;
+  const bool v_rows = p.dtype == DType::kF32 && p.v.stride[3] == 1 && DV == dvp;
+  for (int64_t t0 = from; t0 < to; t0 += kQkRows) {
+    // K: the tile's rows, transposed.
+    float* tile = pn.k.get() + (t0 - pn.base) * D;
+    const int64_t live = std::clamp<int64_t>(p.seq_k - t0, 0, kQkRows);
+    int64_t c0 = 0;
+    if (k_rows) {
+      const auto* k0 = reinterpret_cast<const float*>(kbase) + t0 * p.k.stride[2];
+      c0 = PackKTileColumns(k0, p.k.stride[2], live, D, tile);
     }
-    // V: row j into each column chunk.
-    if (j < p.seq_k) {
-      LoadRow(p.dtype, vbase + j * p.v.stride[2] * es, p.v.stride[3], DV, row);
-      std::fill(row + DV, row + dvp, 0.0f);
-    } else {
-      std::fill(row, row + dvp, 0.0f);
+    for (int64_t r = 0; r < kQkRows; ++r) {
+      if (r < live) {
+        LoadRow(p.dtype, kbase + (t0 + r) * p.k.stride[2] * es, p.k.stride[3], D, row);
+        for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = row[c];
+      } else {
+        for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = 0.0f;
+      }
     }
-    for (int64_t n = 0; n < vecs;) {
-      const int64_t w = ChunkVecs(n, vecs) * N;
-      std::memcpy(pn.v.get() + n * N * pn.keys + (j - pn.base) * w, row + n * N,
-                  static_cast<size_t>(w) * sizeof(float));
-      n += w / N;
+    // V: each row into each column chunk.
+    for (int64_t j = t0; j < t0 + kQkRows; ++j) {
+      const float* src = row;
+      if (j >= p.seq_k) {
+        std::fill(row, row + dvp, 0.0f);
+      } else if (v_rows) {
+        src = reinterpret_cast<const float*>(vbase) + j * p.v.stride[2];
+      } else {
+        LoadRow(p.dtype, vbase + j * p.v.stride[2] * es, p.v.stride[3], DV, row);
+        std::fill(row + DV, row + dvp, 0.0f);
+      }
+      for (int64_t n = 0; n < vecs;) {
+        const int64_t w = ChunkVecs(n, vecs) * N;
+        float* dst = pn.v.get() + n * N * pn.keys + (j - pn.base) * w;
+        for (int64_t i = 0; i < w; i += N) hn::Store(hn::LoadU(d, src + n * N + i), d, dst + i);
+        n += w / N;
+      }
     }
   }
 }
