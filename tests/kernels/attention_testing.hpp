@@ -206,10 +206,14 @@ inline std::vector<Case> case_table() {
       {"d1_dv130_odd_sizes", 1, 3, 1, 21, 50, 1, true, f32, MaskType::kNone, {}, false, 130},
       // K tiles transposed 16 columns at a time, then the rest one by one; a partial last tile.
       {"d72_s45_causal_gqa", 1, 4, 2, 45, 45, 72, true, f32},
+      // Decoding with 1 and 2 query rows per kv head: P.V in chunks wider than the tiles'.
+      {"d128_mha_decode_k777", 1, 2, 2, 1, 777, 128, true, f32},
+      {"d256_gqa4x2_decode_k300", 2, 4, 2, 1, 300, 256, false, f32},
       {"bf16_d128_s1024_causal_gqa", 1, 8, 2, 1024, 1024, 128, true, bf16},
       {"bf16_d64_s127_boolmask", 1, 4, 4, 127, 127, 64, false, bf16, MaskType::kBool},
       {"bf16_d80_s64_transposed", 2, 2, 2, 64, 64, 80, true, bf16, MaskType::kNone, {}, true},
       {"bf16_d256_q1_k4097_mqa", 1, 4, 1, 1, 4097, 256, false, bf16},
+      {"bf16_d128_gqa4x2_decode_k500", 1, 4, 2, 1, 500, 128, false, bf16},
       {"bf16_d96_s7_addmask_bf16",
        1,
        2,

@@ -246,6 +246,12 @@ HWY_INLINE int64_t ChunkVecs(int64_t n, int64_t vecs) {
   return 1;
 }
 
+// Chunk width for MR rows when V is read as it lies: as many accumulators as the kPvRows x
+// kPvVecs tile, at most 8 vectors.
+constexpr int WideVecs(int mr) {
+  return mr >= kPvRows ? kPvVecs : std::min(8, kPvRows * kPvVecs / mr);
+}
+
 // MR query rows over all `vecs` head_dim vectors, chunk by chunk (ChunkVecs). V is either
 // rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
 // Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
@@ -255,7 +261,16 @@ HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Ele
                            int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
                            int64_t ldc, const float* alpha) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
-  for (int64_t n = 0; n < vecs;) {
+  int64_t n = 0;
+  // Rows as they lie and few queries: wider chunks, fewer passes over V.
+  constexpr int kWide = WideVecs(MR);
+  if constexpr (kWide > kPvVecs) {
+    if (panel_keys == 0) {
+      for (; n + kWide <= vecs; n += kWide)
+        TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha);
+    }
+  }
+  while (n < vecs) {
     const int64_t nv = ChunkVecs(n, vecs);
     const Elem<T>* vc = v + n * N;
     int64_t lc = ldv;
