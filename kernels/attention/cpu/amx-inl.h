@@ -1,10 +1,10 @@
 // AMX primitives shared by the forward's bf16 tiles (sdpa_amx-inl.h) and the backward's
-// (sdpa_backward_amx-inl.h): the tile configuration, and one general tile product; the 16x16
-// transposes they use are in transpose-inl.h. Highway 1.0.3 has no AMX, hence intrinsics in
-// functions built for amx-tile/amx-bf16 on top of the AVX3 targets, run only where the CPU and the
-// OS allow AMX (amx_bf16_available()). Everything here is HWY_INLINE: the header is included by
-// several files of one target. Included once per SIMD target (foreach_target), hence the toggle
-// guard.
+// (sdpa_backward_amx-inl.h): the tile configuration and one general tile product (the 16x16
+// transposes they use are in transpose-inl.h). Highway 1.0.3 has no AMX, hence intrinsics in
+// functions built for amx-tile/amx-bf16 on top of the AVX3 targets, run only where the CPU and
+// the OS allow AMX (amx_bf16_available()). Everything here is HWY_INLINE: the header is
+// included by several files of one target.
+// Included once per SIMD target (foreach_target), hence the toggle guard.
 #if defined(BACKPLANE_ATTENTION_CPU_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_ATTENTION_CPU_AMX_INL_H_
 #undef BACKPLANE_ATTENTION_CPU_AMX_INL_H_

@@ -499,13 +499,18 @@ HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_
       const auto* k0 = reinterpret_cast<const float*>(kbase) + t0 * p.k.stride[2];
       c0 = PackKTileColumns(k0, p.k.stride[2], live, D, tile);
     }
-    for (int64_t r = 0; r < kQkRows; ++r) {
-      if (r < live) {
-        LoadRow(p.dtype, kbase + (t0 + r) * p.k.stride[2] * es, p.k.stride[3], D, row);
-        for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = row[c];
-      } else {
+    for (int64_t r = 0; c0 < D && r < kQkRows; ++r) {
+      if (r >= live) {
         for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = 0.0f;
+        continue;
       }
+      const float* src = row;
+      if (k_rows) {
+        src = reinterpret_cast<const float*>(kbase) + (t0 + r) * p.k.stride[2];
+      } else {
+        LoadRow(p.dtype, kbase + (t0 + r) * p.k.stride[2] * es, p.k.stride[3], D, row);
+      }
+      for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = src[c];
     }
     // V: each row into each column chunk.
     for (int64_t j = t0; j < t0 + kQkRows; ++j) {
