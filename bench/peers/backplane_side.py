@@ -18,7 +18,8 @@ _DTYPES = {"float32": (0, torch.float32), "bfloat16": (1, torch.bfloat16)}
 _lib = None
 
 
-def _library():
+def library():
+    """The backplane_peer library (BENCH_PEERS_BACKPLANE_LIB, else the build tree's), loaded once."""
     global _lib
     if _lib is None:
         path = os.environ.get("BENCH_PEERS_BACKPLANE_LIB")
@@ -37,17 +38,20 @@ def _library():
         lib.bp_peer_output_acquire.argtypes = [ctypes.c_size_t]
         lib.bp_peer_output_acquire.restype = vp
         lib.bp_peer_output_release.argtypes = [vp, ctypes.c_size_t]
+        # stream_bound.py's traffic without arithmetic (stream_bound.cpp).
+        lib.bp_stream_bound.argtypes = [vp, vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                        ctypes.c_int]
         _lib = lib
     return _lib
 
 
 def version():
-    return "backplane CPU kernels: " + _library().bp_peer_describe().decode()
+    return "backplane CPU kernels: " + library().bp_peer_describe().decode()
 
 
 def _check(rc):
     if rc != 0:
-        raise RuntimeError("backplane kernel: " + _library().bp_peer_error().decode())
+        raise RuntimeError("backplane kernel: " + library().bp_peer_error().decode())
 
 
 class _Side:
@@ -64,7 +68,7 @@ class _Side:
         _check(self._call(*self._pointers))
 
     def _run_alloc(self):
-        lib = _library()
+        lib = library()
         block = lib.bp_peer_output_acquire(self._alloc_bytes)
         if not block:
             raise MemoryError("bp_peer_output_acquire")
@@ -79,7 +83,7 @@ class _Side:
 
 def build(case, dtype, threads, inputs):
     code, torch_dtype = _DTYPES[dtype]
-    lib = _library()
+    lib = library()
     lib.bp_peer_set_threads(threads)
     op = case["op"]
     describe = lib.bp_peer_describe().decode()

@@ -92,11 +92,64 @@ def main():
     check(not alloc["pass"] and "bound" in alloc, f"1.1x peer at 0.91 of copy: {alloc}")
     check("bound" not in out, f"a goal met carries no bound: {out}")
     check(bandwidth["pass"] and abs(bandwidth["measured"] - 1.0) < 1e-9, f"bandwidth: {bandwidth}")
+
+    # With the op's own traffic measured, it is the bound: a peer that needs less than it for
+    # 1.2x has no excuse even above the copy rate, one that needs more has.
+    made_up["r"]["streams"] = {"gbs": 40.0, "how": "made up"}
+    made_up["r"]["sides"]["slow"]["alloc_ms"] = 1.1 * mine_ms  # 1.2x needs 32.7 GB/s
+    goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
+    alloc = next(g for k, g in goals.items() if "(alloc)" in k)
+    check(not alloc["pass"] and "bound" not in alloc, f"1.2x within the op's traffic: {alloc}")
+    made_up["r"]["streams"]["gbs"] = 32.0
+    goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
+    alloc = next(g for k, g in goals.items() if "(alloc)" in k)
+    check("own traffic" in alloc.get("bound", ""), f"1.2x above the op's traffic: {alloc}")
+    check_stream_bound()
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
     print(f"peers harness: {len(results)} small cases, every check held")
     return 0
+
+
+def check_stream_bound():
+    """stream_bound.cpp moves what it says it moves, refuses what it cannot stream, and
+    stream_bound.py turns a case into a rate."""
+    import torch
+    import backplane_side
+    import stream_bound
+
+    lib = backplane_side.library()
+    lib.bp_peer_set_threads(2)
+    rows, row_bytes = 300, 1024  # big enough for the pool to split it
+    src = torch.randint(-2**31, 2**31 - 1, (rows * 2 * row_bytes // 4,), dtype=torch.int32)
+    halves = src.view(rows, 2, row_bytes // 4)
+    for flags in (0, stream_bound.STREAM_STORES | stream_bound.PREFETCH):
+        out = torch.zeros(rows * row_bytes // 4, dtype=torch.int32)
+        check(lib.bp_stream_bound(src.data_ptr(), out.data_ptr(), rows, row_bytes, 2, flags) == 0,
+              f"two reads per row, flags {flags}: refused")
+        check(torch.equal(out.view(rows, -1), halves[:, 0] + halves[:, 1]),
+              f"two reads per row, flags {flags}: not the sum of the halves")
+        check(lib.bp_stream_bound(src.data_ptr(), out.data_ptr(), 2 * rows, row_bytes // 2, 1,
+                                  flags) == 0, f"copy, flags {flags}: refused")
+    copy = torch.zeros_like(src)
+    lib.bp_stream_bound(src.data_ptr(), copy.data_ptr(), rows, 2 * row_bytes, 1, 0)
+    check(torch.equal(copy, src), "copy: not the input")
+    lib.bp_stream_bound(copy.data_ptr(), copy.data_ptr(), rows, 2 * row_bytes, 1, 0)
+    check(torch.equal(copy, ~src), "in place: bits not flipped")
+    check(lib.bp_stream_bound(src.data_ptr(), None, rows, row_bytes, 1, 0) == 0, "read: refused")
+    check(lib.bp_stream_bound(src.data_ptr(), copy.data_ptr(), rows, 100, 1, 0) == -1,
+          "rows of 100 bytes were not refused")
+    check(lib.bp_stream_bound(src.data_ptr(), src.data_ptr(), rows, row_bytes, 2, 0) == -1,
+          "two reads in place were not refused")
+    check(torch.equal(copy, ~src), "a refused call wrote")
+    for case in SMALL[1:]:
+        for dtype in ("float32", "bfloat16"):
+            got = stream_bound.measure(case, dtype, 2, calls=2)
+            check(got is not None and got["gbs"] > 0 and got["how"],
+                  f"{case['name']} {dtype}: stream bound {got}")
+    check(stream_bound.measure(SMALL[0], "float32", 2) is None,
+          "causal prefill has no streaming bound")
 
 
 def build_wrong(case, dtype, threads, inputs):
