@@ -10,7 +10,8 @@
 // inputs 1 is a copy (rmsnorm's traffic), 2 the gated activations' two halves into one output.
 // out == in (inputs 1) rewrites each line where it lies (rotary in place); out NULL only reads
 // (decoding's KV cache). Flags: kStreamStores writes around the caches (the layer kernels' way
-// for big outputs), kPrefetch asks for the reads 16 KiB ahead (likewise).
+// for big outputs); kPrefetchL1 asks for the reads 16 KiB ahead into L1, kPrefetchL2 4 KiB
+// ahead into L2 (the layer kernels' two ways).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "peers/stream_bound.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -27,8 +28,10 @@
 #define BACKPLANE_BENCH_STREAM_BOUND_ONCE
 namespace backplane::bench {
 constexpr int kStreamStores = 1;
-constexpr int kPrefetch = 2;
-constexpr int64_t kAheadBytes = int64_t{16} << 10;
+constexpr int kPrefetchL1 = 2;
+constexpr int kPrefetchL2 = 4;
+constexpr int64_t kL1AheadBytes = int64_t{16} << 10;
+constexpr int64_t kL2AheadBytes = int64_t{4} << 10;
 // What the read-only pass found, kept so that its loads are not optimized away.
 inline std::atomic<uint32_t> read_sink{0};
 }  // namespace backplane::bench
@@ -42,8 +45,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<uint32_t>;
 using VU = hn::Vec<DU>;
 
-HWY_INLINE void PrefetchAhead(const uint8_t* at, int64_t bytes) {
-  for (int64_t b = 0; b < bytes; b += 64) hwy::Prefetch(at + kAheadBytes + b);
+// The line at `at`, ahead as the flags say (or not at all).
+HWY_INLINE void PrefetchLine(const uint8_t* at, int flags) {
+  if (flags & kPrefetchL1) hwy::Prefetch(at + kL1AheadBytes);
+#if HWY_ARCH_X86
+  if (flags & kPrefetchL2)
+    _mm_prefetch(reinterpret_cast<const char*>(at + kL2AheadBytes), _MM_HINT_T1);
+#endif
 }
 
 // Reads [begin, end) of `rows` rows and returns their xor.
@@ -54,7 +62,7 @@ uint32_t ReadRows(const uint8_t* in, int64_t row_bytes, int64_t begin, int64_t e
   const uint8_t* p = in + begin * row_bytes;
   const uint8_t* last = in + end * row_bytes;
   for (; p + 4 * V <= last; p += 4 * V) {
-    if (flags & kPrefetch) PrefetchAhead(p, 4 * V);
+    for (int64_t b = 0; b < 4 * V; b += 64) PrefetchLine(p + b, flags);
     acc0 = hn::Xor(acc0, hn::LoadU(d, reinterpret_cast<const uint32_t*>(p)));
     acc1 = hn::Xor(acc1, hn::LoadU(d, reinterpret_cast<const uint32_t*>(p + V)));
     acc2 = hn::Xor(acc2, hn::LoadU(d, reinterpret_cast<const uint32_t*>(p + 2 * V)));
@@ -81,8 +89,8 @@ void WriteRows(const uint8_t* in, uint8_t* out, int64_t row_bytes, int64_t input
     const uint8_t* src = in + r * inputs * row_bytes;
     uint32_t* dst = reinterpret_cast<uint32_t*>(out + r * row_bytes);
     for (int64_t c = 0; c < row_bytes; c += V) {
-      if ((flags & kPrefetch) && c % 64 == 0) {
-        for (int64_t j = 0; j < inputs; ++j) hwy::Prefetch(src + j * row_bytes + c + kAheadBytes);
+      if (c % 64 == 0) {
+        for (int64_t j = 0; j < inputs; ++j) PrefetchLine(src + j * row_bytes + c, flags);
       }
       VU v = hn::LoadU(d, reinterpret_cast<const uint32_t*>(src + c));
       for (int64_t j = 1; j < inputs; ++j)

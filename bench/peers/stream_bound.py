@@ -1,7 +1,8 @@
 """A streaming case's bound, measured in the case's own minutes: the memory traffic the op must
 make (its reads, its writes, in place or not), with no arithmetic, through
 bench/peers/stream_bound.cpp on the kernels' thread pool, the fastest of its ways (plain or
-streaming stores, with or without prefetching 16 KiB ahead), each the fastest of 9 calls.
+streaming stores; no prefetch, 16 KiB ahead into L1 or 4 KiB ahead into L2), each the fastest
+of 9 calls.
 
 The machine-wide copy roofline (Tensor.copy_) is the issue's yardstick for the bandwidth goals,
 but its stores read each line before writing it: a kernel with streaming stores runs above it,
@@ -16,7 +17,8 @@ import torch
 
 import backplane_side
 
-STREAM_STORES, PREFETCH = 1, 2
+STREAM_STORES, PREFETCH_L1, PREFETCH_L2 = 1, 2, 4
+PREFETCHES = (0, PREFETCH_L1, PREFETCH_L2)
 CHUNK = 64 << 10  # row length for traffic with no row structure of its own
 
 
@@ -54,8 +56,9 @@ def _describe(rows, row_bytes, inputs, kind, flags):
     else:
         what = (f"{inputs} reads and 1 write per row" if inputs > 1 else "a copy") + \
                f" ({mib:.0f} MiB in, {rows * row_bytes / 2**20:.0f} MiB out)"
-    ways = [w for bit, w in ((STREAM_STORES, "streaming stores"), (PREFETCH, "prefetch"))
-            if flags & bit]
+    ways = [w for bit, w in ((STREAM_STORES, "streaming stores"),
+                             (PREFETCH_L1, "prefetch 16 KiB ahead into L1"),
+                             (PREFETCH_L2, "prefetch 4 KiB ahead into L2")) if flags & bit]
     return what + (", " + " and ".join(ways) if ways else "")
 
 
@@ -70,14 +73,14 @@ def measure(case, dtype, threads, calls=9):
     lib.bp_peer_set_threads(threads)
     src = torch.ones(rows * row_bytes * inputs, dtype=torch.uint8)
     if kind == "read":
-        dst, moved, variants = None, src.numel(), (0, PREFETCH)
-    elif kind == "in place":
-        dst, moved = src, 2 * src.numel()
-        variants = (0, PREFETCH, STREAM_STORES, STREAM_STORES | PREFETCH)
+        dst, moved, variants = None, src.numel(), PREFETCHES
     else:
-        dst = torch.ones(rows * row_bytes, dtype=torch.uint8)
-        moved = src.numel() + dst.numel()
-        variants = (0, PREFETCH, STREAM_STORES, STREAM_STORES | PREFETCH)
+        if kind == "in place":
+            dst, moved = src, 2 * src.numel()
+        else:
+            dst = torch.ones(rows * row_bytes, dtype=torch.uint8)
+            moved = src.numel() + dst.numel()
+        variants = [stores | prefetch for stores in (0, STREAM_STORES) for prefetch in PREFETCHES]
     out_ptr = dst.data_ptr() if dst is not None else None
     best = None
     for flags in variants:

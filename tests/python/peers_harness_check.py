@@ -124,7 +124,8 @@ def check_stream_bound():
     rows, row_bytes = 300, 1024  # big enough for the pool to split it
     src = torch.randint(-2**31, 2**31 - 1, (rows * 2 * row_bytes // 4,), dtype=torch.int32)
     halves = src.view(rows, 2, row_bytes // 4)
-    for flags in (0, stream_bound.STREAM_STORES | stream_bound.PREFETCH):
+    for flags in (0, stream_bound.STREAM_STORES | stream_bound.PREFETCH_L1,
+                  stream_bound.PREFETCH_L2):
         out = torch.zeros(rows * row_bytes // 4, dtype=torch.int32)
         check(lib.bp_stream_bound(src.data_ptr(), out.data_ptr(), rows, row_bytes, 2, flags) == 0,
               f"two reads per row, flags {flags}: refused")

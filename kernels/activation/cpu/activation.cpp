@@ -25,9 +25,10 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
-using kernels::HWY_NAMESPACE::kPrefetchBytes;
+using kernels::HWY_NAMESPACE::kL2PrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::LoadTwoF;
+using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
 using kernels::HWY_NAMESPACE::StreamAligned;
@@ -54,13 +55,13 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
   };
   if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
-    const char* gate_ahead = static_cast<const char*>(gate) + kPrefetchBytes;
-    const char* up_ahead = static_cast<const char*>(up) + kPrefetchBytes;
+    const char* gate_ahead = static_cast<const char*>(gate) + kL2PrefetchBytes;
+    const char* up_ahead = static_cast<const char*>(up) + kL2PrefetchBytes;
     for (; i + 2 * N <= c1; i += 2 * N) {
       // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
       for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
-        hwy::Prefetch(gate_ahead + b);
-        hwy::Prefetch(up_ahead + b);
+        PrefetchToL2(gate_ahead + b);
+        PrefetchToL2(up_ahead + b);
       }
       y_two(i, std::true_type{});
     }

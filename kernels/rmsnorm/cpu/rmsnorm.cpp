@@ -31,6 +31,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::kPrefetchBytes;
+using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::LoadTwoF;
 using kernels::HWY_NAMESPACE::RoundTo;
@@ -219,16 +220,6 @@ HWY_INLINE float OverlappedSquares(const char* x, int64_t n) {
   float sum = SumOfSums(d, a0, a1, a2, a3);
   if (m < n) sum += SumSquares<T, false>(x + m * kernels::dtype_size(T), nullptr, n - m);
   return sum;
-}
-
-// Asks for the line at p in L2, not L1: an L1 prefetch holds one of the core's few miss buffers
-// until the line comes.
-HWY_INLINE void PrefetchToL2(const char* p) {
-#if HWY_ARCH_X86
-  _mm_prefetch(p, _MM_HINT_T1);
-#else
-  (void)p;
-#endif
 }
 
 // Lanes [0, FourVectorLanes(n)) of row x scaled into out, while the same lanes of the next row
