@@ -288,8 +288,9 @@ def markdown(report):
     lines.append("")
     streams = [(key, r["streams"]) for key, r in report["results"].items() if r.get("streams")]
     if streams:
-        lines.append("Each streaming case's own traffic with no arithmetic, measured after its "
-                     "rounds (stream_bound.py), and backplane's rate over the same bytes:")
+        lines.append("Each streaming case's own traffic with no arithmetic, measured before and "
+                     "after its rounds, the faster kept (stream_bound.py), and backplane's rate "
+                     "over the same bytes:")
         lines.append("")
         lines.append("| case | own traffic (GB/s) | how | backplane (GB/s) | backplane / own |")
         lines.append("|---|---:|---|---:|---:|")
@@ -345,15 +346,19 @@ def main():
     roofs = roofline.measure(threads)
     results = {}
     for case in cases:
+        streaming = not is_compute_bound(case) and "backplane" in side_names
         for dtype in dtypes:
             key = f"{case['name']}_{dtype}"
             log(key)
+            # The op's own traffic just before and just after the case's rounds, the faster
+            # kept: the same minutes, and a ceiling that a quiet moment of the VM sets.
+            own = streaming and stream_bound.measure(case, dtype, threads)
             results[key] = {"case": case, "dtype": dtype,
                             "sides": run_case(case, dtype, side_names, args.rounds,
                                               args.block_ms / 1e3, threads, log)}
-            if not is_compute_bound(case) and "backplane" in side_names:
-                # Right after the case's rounds: the same minutes, the same warm pages.
-                results[key]["streams"] = stream_bound.measure(case, dtype, threads)
+            if streaming:
+                after = stream_bound.measure(case, dtype, threads)
+                results[key]["streams"] = max((own, after), key=lambda m: m["gbs"] if m else 0)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "machine": roofline.machine(), "threads": threads, "sides": side_names,
               "versions": versions, "rooflines": roofs, "results": results,
