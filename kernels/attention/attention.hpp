@@ -93,7 +93,8 @@ struct BackwardTensors {
 // What a call ran on (for tests and logs).
 struct RunInfo {
   const char* target = "";  // Highway target of the sdpa kernel ("AVX3", "AVX2", ...); "" for eager
-  // "f32-fma", "amx-bf16" (bf16 on AMX) or "avx512-bf16" (bf16 with vdpbf16ps); "" for eager
+  // "f32-fma", "amx-bf16" (bf16 on AMX) or "avx512-bf16" (bf16 with vdpbf16ps: the tiles, or
+  // decoding's Q.K dot products); "" for eager
   const char* tile_kernel = "";
   int threads = 0;  // threads used
 };

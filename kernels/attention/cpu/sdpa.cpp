@@ -67,8 +67,9 @@ void RunAll(const Problem& p, const Plan& plan, int threads, BlockFn run_block) 
 
 void RunSdpa(const Problem& p, int threads, RunInfo* info) {
   static std::atomic<uint64_t> calls{0};
-  // Blocks of at most kDotMaxRows rows (decoding) always take the f32 dot-product path.
-  const Bf16Tiles tiles = p.group() * p.seq_q > kDotMaxRows ? Bf16TilesFor(p) : Bf16Tiles::kNone;
+  // Blocks of at most kDotMaxRows rows (decoding) take the dot-product path, not tiles.
+  const bool decoding = p.group() * p.seq_q <= kDotMaxRows;
+  const Bf16Tiles tiles = decoding ? Bf16Tiles::kNone : Bf16TilesFor(p);
   // The AMX tiles take 192 keys per block, twice the fp32 tiles' 96: each block ends with
   // O = alpha O + P V on the vector units, which cost 8-10% of the kernel at 96 (bf16 causal
   // prefill 717 -> 785 GFLOP/s, interleaved runs on a Xeon with AMX).
@@ -86,6 +87,11 @@ void RunSdpa(const Problem& p, int threads, RunInfo* info) {
     run_block = plan.nr == 1 ? &RunBlockBf16<1, false> : &RunBlockBf16<2, false>;
     tile_kernel = "avx512-bf16";
   }
+  // The dot path's Q.K on vdpbf16ps where that pays as for the tiles, with K and V rows of whole
+  // vectors as they lie and head_dim in whole 32-element vectors of pairs (QKDotBf16).
+  plan.dpbf16_dot = p.dtype == DType::kBF16 && dpbf16_tiles_available() && p.k.stride[3] == 1 &&
+                    p.v.stride[3] == 1 && p.head_dim % 32 == 0 && p.head_dim_v % 16 == 0;
+  if (decoding && plan.dpbf16_dot) tile_kernel = "avx512-bf16";
 #endif
   if (info) {
     info->target = hwy::TargetName(HWY_TARGET);

@@ -5,7 +5,9 @@
 //   S^T[j][i] += K[j][2p, 2p+1] (one 32-bit pair broadcast) . Q^T pairs[p][16 queries]
 //   O[i][c]   += P pairs[jj][i] (one 32-bit pair broadcast)  . V pairs[jj][16 dims]
 // P stays in the [key pair][query] order the softmax writes it in: a broadcast needs no
-// transpose. Included once per SIMD target (sdpa.cpp's foreach_target), hence the toggle guard.
+// transpose. Decoding's Q.K dot products (DpQKDot) take K rows as they lie, pairs of head_dim
+// in each lane, and reduce like the fp32 dot path (ReduceTree).
+// Included once per SIMD target (sdpa.cpp's foreach_target), hence the toggle guard.
 #if defined(BACKPLANE_ATTENTION_CPU_SDPA_DPBF16_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_ATTENTION_CPU_SDPA_DPBF16_INL_H_
 #undef BACKPLANE_ATTENTION_CPU_SDPA_DPBF16_INL_H_
@@ -18,9 +20,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/sdpa_tiles-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
 namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #ifndef BACKPLANE_DPBF16_TARGET
@@ -112,7 +117,90 @@ BACKPLANE_DPBF16_TARGET HWY_INLINE void DpPV(const uint32_t* pp, int64_t bq, int
   for (; i + 2 <= nrows; i += 2) DpPVRows<2>(pp, bq, i, vp, dvp, kpairs, alpha, o);
   for (; i < nrows; ++i) DpPVRows<1>(pp, bq, i, vp, dvp, kpairs, alpha, o);
 }
+
+// Decoding: S^T[j][r] = dot(K[j], Q[r]) for R query rows and 16 / R keys at a time, head_dim
+// (`depth`, a multiple of 32) in pairs: each lane sums two products per vdpbf16ps, so half the
+// instructions of widening K to fp32 and no widening at all. q: the rows as bf16, `dq` apart.
+template <int R>
+BACKPLANE_DPBF16_TARGET HWY_INLINE void DpDotTree(const uint16_t* k, int64_t lda, const uint16_t* q,
+                                                  int64_t dq, int64_t depth, float* st,
+                                                  int64_t ldst, const Companion& v) {
+  constexpr int KB = 16 / R;
+  __m512 acc[16];
+  for (int s = 0; s < 16; ++s) acc[s] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < depth; p += 32) {
+    __m512bh qv[R];
+    for (int r = 0; r < R; ++r)
+      qv[r] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(q + r * dq + p));
+    for (int kk = 0; kk < KB; ++kk) {
+      const __m512bh kv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(k + kk * lda + p));
+      hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // as DotTileTree: K streams when decoding
+      v.Ask(kk, 2 * p);
+      for (int r = 0; r < R; ++r) acc[kk * R + r] = _mm512_dpbf16_ps(acc[kk * R + r], qv[r], kv);
+    }
+  }
+  VF sums_of[16];
+  for (int s = 0; s < 16; ++s) sums_of[s] = VF{acc[s]};
+  HWY_ALIGN float sums[16];
+  hn::Store(ReduceTree<16>(sums_of), DF(), sums);
+  for (int s = 0; s < 16; ++s) st[(s / R) * ldst + s % R] = sums[TreeLane(s)];
+}
+
+// One key against R rows (the keys after the last whole DpDotTree).
+template <int R>
+BACKPLANE_DPBF16_TARGET HWY_INLINE void DpDotOne(const uint16_t* k, const uint16_t* q, int64_t dq,
+                                                 int64_t depth, float* st) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < depth; p += 32) {
+    const __m512bh kv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(k + p));
+    for (int r = 0; r < R; ++r) {
+      const __m512bh qv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(q + r * dq + p));
+      acc[r] = _mm512_dpbf16_ps(acc[r], qv, kv);
+    }
+  }
+  for (int r = 0; r < R; ++r) st[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+template <int R>
+BACKPLANE_DPBF16_TARGET HWY_INLINE void DpDotRows(int64_t nk, const uint16_t* k, int64_t lda,
+                                                  const uint16_t* q, int64_t dq, int64_t depth,
+                                                  float* st, int64_t ldst, const Companion& v) {
+  constexpr int KB = 16 / R;
+  int64_t j = 0;
+  for (; j + KB <= nk; j += KB)
+    DpDotTree<R>(k + j * lda, lda, q, dq, depth, st + j * ldst, ldst, v.At(j));
+  for (; j < nk; ++j) DpDotOne<R>(k + j * lda, q, dq, depth, st + j * ldst);
+}
+
+// QKDot's work for bf16 K rows and bf16 Q rows (nrows <= kDotMaxRows, four at a time), the
+// first pass asking for v's rows. Not forced inline: its callers are compiled without
+// AVX512-BF16.
+BACKPLANE_DPBF16_TARGET inline void DpQKDot(int64_t nrows, int64_t bq, int64_t nk,
+                                            const uint16_t* k, int64_t lda, const uint16_t* q,
+                                            int64_t dq, int64_t depth, float* st,
+                                            const Companion& v) {
+  if (nrows == 1) return DpDotRows<1>(nk, k, lda, q, dq, depth, st, bq, v);
+  if (nrows == 2) return DpDotRows<2>(nk, k, lda, q, dq, depth, st, bq, v);
+  for (int64_t r = 0; r < nrows; r += 4)
+    DpDotRows<4>(nk, k, lda, q + r * dq, dq, depth, st + r, bq, r == 0 ? v : Companion{});
+}
 #endif  // AVX3
+
+// Decoding bf16's Q.K: on vdpbf16ps when `pairs` (the plan's choice; AVX3 targets only) from
+// the bf16 Q rows q16 (`depth` apart), else K widened to fp32 against the fp32 rows qr; either
+// asks for v's rows as it goes (Companion).
+HWY_INLINE void QKDotBf16(bool pairs, int64_t nrows, int64_t bq, int64_t nk, const uint16_t* k,
+                          int64_t lda, const uint16_t* q16, const float* qr, int64_t dp,
+                          int64_t depth, float* st, const Companion& v) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (pairs) return DpQKDot(nrows, bq, nk, k, lda, q16, depth, depth, st, v);
+#else
+  (void)pairs;
+  (void)q16;
+#endif
+  QKDot<DType::kBF16>(nrows, bq, nk, k, lda, qr, dp, depth, st, v);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace backplane::attention::cpu

@@ -23,6 +23,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::PrefetchToL2;
 
 // Register tiles: 32 vector registers on AVX-512, 16 on AVX2/SSE4.
 //   Q.K^T: kQkRows keys x 2 query vectors;  P.V: kPvRows queries x kPvVecs head_dim vectors.
@@ -41,6 +42,23 @@ constexpr int kDotKeys = 2;
 // head_dim instead of broadcasting K: K is then streamed with full-vector loads.
 constexpr int64_t kDotMaxRows = 8;
 constexpr float kLog2e = 1.4426950408889634f;
+
+// Decoding reads each K and V row once, K for Q.K and then V for P.V: while one loop streams
+// its rows it asks for the other stream's next rows into L2, a line for each line it reads
+// (row j of `rows`, `stride` bytes apart, at the byte offset it reads in its own row j), so
+// the memory stays busy with neither a burst that fills the core's miss buffers nor lines
+// that push the loop's own out of L1. NULL rows: none.
+struct Companion {
+  const char* rows = nullptr;
+  int64_t stride = 0;
+  Companion At(int64_t row, int64_t byte = 0) const {
+    return rows ? Companion{rows + row * stride + byte, stride} : Companion{};
+  }
+  // Line `byte` of row j, once per 64-byte line.
+  HWY_INLINE void Ask(int64_t j, int64_t byte) const {
+    if (rows && byte % 64 == 0) PrefetchToL2(rows + j * stride + byte);
+  }
+};
 
 // ------------------------------------------------------------------ register tiles
 
@@ -156,7 +174,8 @@ HWY_INLINE VF ReduceTree(const VF* a) {
 // R rows x (lanes / R) keys of dot products, reduced together by ReduceTree.
 template <int R, DType T>
 HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
-                            int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst) {
+                            int64_t dp, int64_t depth, float* HWY_RESTRICT st, int64_t ldst,
+                            const Companion& v) {
   constexpr int KB = kLanes / R;
   const DF d;
   const int64_t N = kLanes;
@@ -169,6 +188,7 @@ HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const fl
     for (int kk = 0; kk < KB; ++kk) {
       const VF kv = LoadF<T>(d, k + kk * lda, p);
       hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // K streams from L3/DRAM when decoding
+      v.Ask(kk, p * static_cast<int64_t>(sizeof(Elem<T>)));
       for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
     }
   }
@@ -191,12 +211,14 @@ HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const fl
 
 template <int R, DType T>
 HWY_INLINE void DotRows(int64_t nk, const Elem<T>* k, int64_t lda, const float* q, int64_t dp,
-                        int64_t depth, float* st, int64_t ldst) {
+                        int64_t depth, float* st, int64_t ldst, const Companion& v) {
   int64_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   constexpr int KB = kLanes / R;
   for (; j + KB <= nk; j += KB)
-    DotTileTree<R, T>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
+    DotTileTree<R, T>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst, v.At(j));
+#else
+  (void)v;
 #endif
   for (; j + kDotKeys <= nk; j += kDotKeys)
     DotTile<R, kDotKeys, T>(k + j * lda, lda, q, dp, depth, st + j * ldst, ldst);
@@ -204,14 +226,15 @@ HWY_INLINE void DotRows(int64_t nk, const Elem<T>* k, int64_t lda, const float* 
 }
 
 // All nrows (<= kDotMaxRows) rows, four at a time (Q rows past nrows are zeros); the block's
-// other lanes are left alone.
+// other lanes are left alone. The first pass over K asks for v's rows (Companion).
 template <DType T = DType::kF32>
 HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const Elem<T>* k, int64_t lda,
-                      const float* q, int64_t dp, int64_t depth, float* st) {
-  if (nrows == 1) return DotRows<1, T>(nk, k, lda, q, dp, depth, st, bq);
-  if (nrows == 2) return DotRows<2, T>(nk, k, lda, q, dp, depth, st, bq);
+                      const float* q, int64_t dp, int64_t depth, float* st,
+                      const Companion& v = Companion{}) {
+  if (nrows == 1) return DotRows<1, T>(nk, k, lda, q, dp, depth, st, bq, v);
+  if (nrows == 2) return DotRows<2, T>(nk, k, lda, q, dp, depth, st, bq, v);
   for (int64_t r = 0; r < nrows; r += 4)
-    DotRows<4, T>(nk, k, lda, q + r * dp, dp, depth, st + r, bq);
+    DotRows<4, T>(nk, k, lda, q + r * dp, dp, depth, st + r, bq, r == 0 ? v : Companion{});
 }
 
 // O rows: C[r][v] = alpha[r] * C[r][v] + sum_{j < depth} P[j * ldp + r] * V[j * ldv + v * N],
@@ -219,7 +242,7 @@ HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const Elem<T>* k, i
 template <int MR, int NV, DType T>
 HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const Elem<T>* HWY_RESTRICT v,
                        int64_t ldv, int64_t depth, float* HWY_RESTRICT c, int64_t ldc,
-                       const float* HWY_RESTRICT alpha) {
+                       const float* HWY_RESTRICT alpha, const Companion& next) {
   const DF d;
   const size_t N = hn::Lanes(d);
   VF acc[MR][NV];
@@ -230,6 +253,7 @@ HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const Elem<T>*
   for (int64_t j = 0; j < depth; ++j) {
     VF bv[NV];
     for (int n = 0; n < NV; ++n) bv[n] = LoadF<T>(d, v + j * ldv, static_cast<int64_t>(n * N));
+    for (int n = 0; n < NV; ++n) next.Ask(j, static_cast<int64_t>(n * N * sizeof(Elem<T>)));
     for (int r = 0; r < MR; ++r) {
       const VF av = hn::Set(d, pt[j * ldp + r]);
       for (int n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(av, bv[n], acc[r][n]);
@@ -255,64 +279,73 @@ constexpr int WideVecs(int mr) {
 // MR query rows over all `vecs` head_dim vectors, chunk by chunk (ChunkVecs). V is either
 // rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
 // Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
-// key within the panels.
+// key within the panels. `next`: asked for alongside V's rows as they lie (Companion).
 template <int MR, DType T>
 HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Elem<T>* v,
                            int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
-                           int64_t ldc, const float* alpha) {
+                           int64_t ldc, const float* alpha, const Companion& next) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  const auto column_bytes = [N](int64_t n) {
+    return n * N * static_cast<int64_t>(sizeof(Elem<T>));
+  };
   int64_t n = 0;
   // Rows as they lie and few queries: wider chunks, fewer passes over V.
   constexpr int kWide = WideVecs(MR);
   if constexpr (kWide > kPvVecs) {
     if (panel_keys == 0) {
       for (; n + kWide <= vecs; n += kWide)
-        TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha);
+        TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
+                             next.At(0, column_bytes(n)));
     }
   }
   while (n < vecs) {
     const int64_t nv = ChunkVecs(n, vecs);
     const Elem<T>* vc = v + n * N;
     int64_t lc = ldv;
+    const Companion next_n = next.At(0, column_bytes(n));
     if (panel_keys > 0) {
       vc = v + n * N * panel_keys + key0 * nv * N;
       lc = nv * N;
     }
     if (nv == kPvVecs) {
-      TilePV<MR, kPvVecs, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+      TilePV<MR, kPvVecs, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
     } else if (nv == 2) {
-      TilePV<MR, 2, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+      TilePV<MR, 2, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
     } else {
-      TilePV<MR, 1, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha);
+      TilePV<MR, 1, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
     }
     n += nv;
   }
 }
 
-// Rows of V are fp32, or (T bf16, decoding) the caller's bf16 rows widened in registers.
+// Rows of V are fp32, or (T bf16, decoding) the caller's bf16 rows widened in registers. The
+// first pass over V asks for next's rows (Companion; V's rows as they lie only).
 template <DType T = DType::kF32>
 HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp,
                            const Elem<T>* v, int64_t ldv, int64_t panel_keys, int64_t key0,
-                           int64_t depth, float* c, int64_t ldc, const float* alpha) {
+                           int64_t depth, float* c, int64_t ldc, const float* alpha,
+                           const Companion& next = Companion{}) {
   int64_t r = 0;
+  // Only the first group of rows asks: the others read the same V rows again.
+  auto ask = [&] { return r == 0 ? next : Companion{}; };
   for (; r + kPvRows <= rows; r += kPvRows)
     TilePVCols<kPvRows, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                           alpha + r);
+                           alpha + r, ask());
   if constexpr (kPvRows > 4) {
     if (r + 4 <= rows) {
       TilePVCols<4, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                       alpha + r);
+                       alpha + r, ask());
       r += 4;
     }
   }
   if (r + 2 <= rows) {
     TilePVCols<2, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                     alpha + r);
+                     alpha + r, ask());
     r += 2;
   }
   if (r < rows) {
     TilePVCols<1, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                     alpha + r);
+                     alpha + r, ask());
   }
 }
 
