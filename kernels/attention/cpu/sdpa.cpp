@@ -90,7 +90,8 @@ void RunSdpa(const Problem& p, int threads, RunInfo* info) {
   // The dot path's Q.K on vdpbf16ps where that pays as for the tiles, with K and V rows of whole
   // vectors as they lie and head_dim in whole 32-element vectors of pairs (QKDotBf16).
   plan.dpbf16_dot = p.dtype == DType::kBF16 && dpbf16_tiles_available() && p.k.stride[3] == 1 &&
-                    p.v.stride[3] == 1 && p.head_dim % 32 == 0 && p.head_dim_v % 16 == 0;
+                    p.v.stride[3] == 1 && p.head_dim % 32 == 0 &&
+                    p.head_dim_v % static_cast<int64_t>(hn::Lanes(DF())) == 0;
   if (decoding && plan.dpbf16_dot) tile_kernel = "avx512-bf16";
 #endif
   if (info) {

@@ -47,7 +47,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 // its rows it asks for the other stream's next rows into L2, a line for each line it reads
 // (row j of `rows`, `stride` bytes apart, at the byte offset it reads in its own row j), so
 // the memory stays busy with neither a burst that fills the core's miss buffers nor lines
-// that push the loop's own out of L1. NULL rows: none.
+// that push the loop's own out of L1. NULL rows: none. A prefetch never faults, so a last
+// block shorter than the one asking costs a few lines past its end, no more.
 struct Companion {
   const char* rows = nullptr;
   int64_t stride = 0;
