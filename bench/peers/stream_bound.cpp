@@ -10,8 +10,8 @@
 // inputs 1 is a copy (rmsnorm's traffic), 2 the gated activations' two halves into one output.
 // out == in (inputs 1) rewrites each line where it lies (rotary in place); out NULL only reads
 // (decoding's KV cache). Flags: kStreamStores writes around the caches (the layer kernels' way
-// for big outputs); kPrefetchL1 asks for the reads 16 KiB ahead into L1, kPrefetchL2 4 KiB
-// ahead into L2 (the layer kernels' two ways).
+// for big outputs); kPrefetchL1 asks for the reads kPrefetchBytes ahead into L1, kPrefetchL2
+// kL2PrefetchBytes ahead into L2 (the layer kernels' two ways, common/simd-inl.h).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "peers/stream_bound.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "common/parallel.hpp"
+#include "common/simd-inl.h"
 
 #ifndef BACKPLANE_BENCH_STREAM_BOUND_ONCE
 #define BACKPLANE_BENCH_STREAM_BOUND_ONCE
@@ -30,8 +31,6 @@ namespace backplane::bench {
 constexpr int kStreamStores = 1;
 constexpr int kPrefetchL1 = 2;
 constexpr int kPrefetchL2 = 4;
-constexpr int64_t kL1AheadBytes = int64_t{16} << 10;
-constexpr int64_t kL2AheadBytes = int64_t{4} << 10;
 // What the read-only pass found, kept so that its loads are not optimized away.
 inline std::atomic<uint32_t> read_sink{0};
 }  // namespace backplane::bench
@@ -45,13 +44,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<uint32_t>;
 using VU = hn::Vec<DU>;
 
-// The line at `at`, ahead as the flags say (or not at all).
+// The line at `at`, ahead as the flags say (or not at all): the layer kernels' own distances and
+// prefetches (common/simd-inl.h), so the bound follows them.
 HWY_INLINE void PrefetchLine(const uint8_t* at, int flags) {
-  if (flags & kPrefetchL1) hwy::Prefetch(at + kL1AheadBytes);
-#if HWY_ARCH_X86
+  if (flags & kPrefetchL1) hwy::Prefetch(at + kernels::HWY_NAMESPACE::kPrefetchBytes);
   if (flags & kPrefetchL2)
-    _mm_prefetch(reinterpret_cast<const char*>(at + kL2AheadBytes), _MM_HINT_T1);
-#endif
+    kernels::HWY_NAMESPACE::PrefetchToL2(at + kernels::HWY_NAMESPACE::kL2PrefetchBytes);
 }
 
 // Reads [begin, end) of `rows` rows and returns their xor.

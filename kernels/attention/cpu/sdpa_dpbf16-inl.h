@@ -25,7 +25,6 @@
 HWY_BEFORE_NAMESPACE();
 namespace backplane::attention::cpu {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #ifndef BACKPLANE_DPBF16_TARGET
@@ -139,11 +138,9 @@ BACKPLANE_DPBF16_TARGET HWY_INLINE void DpDotTree(const uint16_t* k, int64_t lda
       for (int r = 0; r < R; ++r) acc[kk * R + r] = _mm512_dpbf16_ps(acc[kk * R + r], qv[r], kv);
     }
   }
-  VF sums_of[16];
-  for (int s = 0; s < 16; ++s) sums_of[s] = VF{acc[s]};
-  HWY_ALIGN float sums[16];
-  hn::Store(ReduceTree<16>(sums_of), DF(), sums);
-  for (int s = 0; s < 16; ++s) st[(s / R) * ldst + s % R] = sums[TreeLane(s)];
+  VF partial[16];
+  for (int s = 0; s < 16; ++s) partial[s] = VF{acc[s]};
+  StoreDotTree<R>(partial, st, ldst);
 }
 
 // One key against R rows (the keys after the last whole DpDotTree).

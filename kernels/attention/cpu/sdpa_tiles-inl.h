@@ -172,6 +172,15 @@ HWY_INLINE VF ReduceTree(const VF* a) {
   }
 }
 
+// The dot products of R rows x (lanes / R) keys, each still a vector of partial sums acc[s]
+// (source s = key * R + row), reduced by ReduceTree into S^T's rows.
+template <int R>
+HWY_INLINE void StoreDotTree(const VF* acc, float* HWY_RESTRICT st, int64_t ldst) {
+  HWY_ALIGN float sums[kLanes];
+  hn::Store(ReduceTree<kLanes>(acc), DF(), sums);
+  for (int s = 0; s < kLanes; ++s) st[(s / R) * ldst + s % R] = sums[TreeLane(s)];
+}
+
 // R rows x (lanes / R) keys of dot products, reduced together by ReduceTree.
 template <int R, DType T>
 HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
@@ -204,9 +213,7 @@ HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const fl
       }
     }
   }
-  HWY_ALIGN float sums[kLanes];
-  hn::Store(ReduceTree<kLanes>(acc), d, sums);
-  for (int s = 0; s < kLanes; ++s) st[(s / R) * ldst + s % R] = sums[TreeLane(s)];
+  StoreDotTree<R>(acc, st, ldst);
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
