@@ -214,6 +214,18 @@ TEST_P(PerTarget, Bf16SigmoidOverEveryGateValue) {
   }
 }
 
+// float32 silu to a few ulps, not just within the shared tolerance (2e-5): e^-y to 2e-7 and one
+// division (activation_math-inl.h). Gate values every ~1e-4 of the way from -87.3 to 87.3,
+// where the result is still a normal float, up 1.
+TEST_P(PerTarget, F32SiluToAFewUlps) {
+  const at::Tensor gate = at::linspace(-87.3, 87.3, 1 << 21, at::kDouble).to(at::kFloat);
+  const at::Tensor x = at::cat({gate, at::ones_like(gate)}).unsqueeze(0);
+  const at::Tensor out = at::empty({1, gate.numel()}, x.options());
+  const TorchView xv(x), ov(out);
+  ASSERT_TRUE(activation::forward_cpu(activation::Activation::kSilu, xv, ov).ok());
+  expect_close(out, composite(activation::Activation::kSilu, x), 6e-7, 0.0, "silu_and_mul f32");
+}
+
 // ------------------------------------------------------------------ rotary embedding
 
 struct RotaryCase {
