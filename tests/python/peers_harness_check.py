@@ -104,12 +104,27 @@ def main():
     goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
     alloc = next(g for k, g in goals.items() if "(alloc)" in k)
     check("own traffic" in alloc.get("bound", ""), f"1.2x above the op's traffic: {alloc}")
+    check_bf16_roofline()
     check_stream_bound()
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
     print(f"peers harness: {len(results)} small cases, every check held")
     return 0
+
+
+def check_bf16_roofline():
+    """The bf16 roofline is the fastest path: oneDNN's bf16 GEMM where it beats sgemm, else the
+    sgemm rate (bf16 widened to f32), never a slow fallback that every kernel would beat."""
+    import roofline
+
+    for sgemm, mm, isa, want in ((200.0, 876.0, "brg_matmul:avx512_core_bf16", 876.0),
+                                 (168.0, 0.3, None, 168.0),
+                                 (200.0, 150.0, "gemm:jit", 200.0)):
+        rate, how = roofline.bf16_roofline(sgemm, mm, isa)
+        check(rate == want, f"bf16 roofline of sgemm {sgemm}, bf16 mm {mm} ({isa}): {rate}")
+        check((isa in how) if rate == mm else ("f32 sgemm rate" in how and f"{mm:.1f}" in how),
+              f"bf16 roofline says how: {how}")
 
 
 def check_stream_bound():
