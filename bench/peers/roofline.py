@@ -106,7 +106,7 @@ def bf16_roofline(sgemm_gflops, bf16_mm_gflops, isa, n=2048):
     judged against that would pass anything."""
     if isa and bf16_mm_gflops >= sgemm_gflops:
         return bf16_mm_gflops, f"torch.mm {n}^3 bf16 through oneDNN {isa}, fastest of 9"
-    taken = f"through oneDNN {isa}" if isa else "not through oneDNN (no bf16 instructions)"
+    taken = f"through oneDNN {isa}" if isa else "not through oneDNN"
     return sgemm_gflops, (f"the f32 sgemm rate: bf16 widened to f32 is the fastest path here; "
                           f"torch.mm {n}^3 bf16 {taken} ran at {bf16_mm_gflops:.1f} GFLOP/s")
 
