@@ -2,8 +2,9 @@
 // time for every head (so the block's cos and sin stay in L1, as float32: a 16-bit table is
 // converted once per block). Interleaved pairs of float32 and float16 rows use the block's cos
 // and +-sin repeated per lane pair, so a row is x * c2 + swap_pairs(x) * s2 with whole-vector
-// loads; bfloat16 rows are read as their even and odd elements (LoadTwoF), the pairs' first and
-// second, against cos and sin as they are.
+// loads; bfloat16 rows are read as their even and odd elements (LoadTwoF): interleaved, the
+// pairs' first and second, against cos and sin as they are; rotated by halves, against the
+// block's float32 cos and sin in the same even and odd order.
 // Compiled once per SIMD target (Highway foreach_target) and dispatched at runtime.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "rotary/cpu/rotary.cpp"
@@ -36,14 +37,13 @@ using kernels::HWY_NAMESPACE::StoreTwoF;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
-// Rotate halves: pairs (x[i], x[i + half]).
+// Rotate halves: pairs (x[i], x[i + half]), from column `i` on.
 template <DType T>
-HWY_INLINE void NeoxRow(char* x, const float* cos, const float* sin, int64_t half) {
+HWY_INLINE void NeoxRow(char* x, const float* cos, const float* sin, int64_t half, int64_t i = 0) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   char* x2 = x + half * es;
-  int64_t i = 0;
   // Two vectors a side at a time: 16-bit results are stored as whole registers.
   for (; i + 2 * N <= half; i += 2 * N) {
     const VF a0 = LoadF<T>(d, x, i), b0 = LoadF<T>(d, x2, i);
@@ -73,6 +73,30 @@ HWY_INLINE void NeoxRow(char* x, const float* cos, const float* sin, int64_t hal
     at.store(x, i, n);
     bt.store(x2, i, n);
   }
+}
+
+// A bfloat16 row rotated by halves, read as its even and odd elements (LoadTwoF): columns
+// [i, i + 2N) of the two halves pair up lane by lane, against cos and sin laid out the same way
+// (FloatTables with `even_odd`). No lane shuffle on either side, where reading and writing
+// halves of registers widens with one and narrows with two. The last columns, short of 2N, are
+// in column order in the tables too.
+HWY_INLINE void NeoxRowEvenOdd(char* x, const float* cos, const float* sin, int64_t half) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  char* x2 = x + half * 2;
+  int64_t i = 0;
+  for (; i + 2 * N <= half; i += 2 * N) {
+    VF a0, a1, b0, b1;
+    LoadTwoF<DType::kBF16>(d, x, i, a0, a1);
+    LoadTwoF<DType::kBF16>(d, x2, i, b0, b1);
+    const VF c0 = hn::LoadU(d, cos + i), s0 = hn::LoadU(d, sin + i);
+    const VF c1 = hn::LoadU(d, cos + i + N), s1 = hn::LoadU(d, sin + i + N);
+    StoreTwoF<DType::kBF16, false>(d, hn::NegMulAdd(b0, s0, hn::Mul(a0, c0)),
+                                   hn::NegMulAdd(b1, s1, hn::Mul(a1, c1)), x, i);
+    StoreTwoF<DType::kBF16, false>(d, hn::MulAdd(a0, s0, hn::Mul(b0, c0)),
+                                   hn::MulAdd(a1, s1, hn::Mul(b1, c1)), x2, i);
+  }
+  if (i < half) NeoxRow<DType::kBF16>(x, cos, sin, half, i);
 }
 
 // A bfloat16 row of adjacent pairs (x[2i], x[2i + 1]): the even elements are the pairs' first
@@ -190,11 +214,13 @@ void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t si
 }
 
 // A 16-bit table's block of rows as float32, `half` floats a row: the rows then read their
-// table as float32 and convert nothing per head. With `inverse` (any table dtype), -sin. Made per
+// table as float32 and convert nothing per head. With `inverse` (any table dtype), -sin; with
+// `even_odd`, each whole 2N columns as their even then their odd ones (NeoxRowEvenOdd). Made per
 // block of positions, for all its heads.
 template <DType C>
 void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
-                 int64_t rows, int64_t half, bool inverse, float* c_out, float* s_out) {
+                 int64_t rows, int64_t half, bool inverse, bool even_odd, float* c_out,
+                 float* s_out) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t r = 0; r < rows; ++r) {
@@ -203,6 +229,15 @@ void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t s
     for (int k = 0; k < 2; ++k) {
       const VF sign = hn::Set(d, k == 1 && inverse ? -1.0f : 1.0f);
       int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR  // one lane: the even and odd order is the column order
+      for (; even_odd && i + 2 * N <= half; i += 2 * N) {
+        const VF v0 = LoadF<C>(d, from[k], i), v1 = LoadF<C>(d, from[k], i + N);
+        hn::StoreU(hn::Mul(hn::ConcatEven(d, v1, v0), sign), d, to[k] + i);
+        hn::StoreU(hn::Mul(hn::ConcatOdd(d, v1, v0), sign), d, to[k] + i + N);
+      }
+#else
+      (void)even_odd;
+#endif
       for (; i + N <= half; i += N)
         hn::StoreU(hn::Mul(LoadF<C>(d, from[k], i), sign), d, to[k] + i);
       if (i < half) {
@@ -226,9 +261,11 @@ void RunTyped(const Problem& p) {
   // bfloat16 rows read their pairs as even and odd elements instead (InterleavedRowEvenOdd).
   constexpr bool kPairRows = T != DType::kBF16;
   const bool pair_tables = interleaved && kPairRows;
+  // bfloat16 rows rotated by halves read them so too, and their tables in that order.
+  const bool even_odd_tables = !interleaved && T == DType::kBF16;
   // The other rows read a float32 table: a 16-bit one is converted a block at a time, and so is
   // any table of the inverse rotation (its sin negated).
-  const bool float_copy = (C != DType::kF32 || p.inverse) && !pair_tables;
+  const bool float_copy = (C != DType::kF32 || p.inverse || even_odd_tables) && !pair_tables;
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
@@ -260,7 +297,7 @@ void RunTyped(const Problem& p) {
           }
           if (float_copy) {
             FloatTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
-                           p.inverse, c2.get(), s2.get());
+                           p.inverse, even_odd_tables, c2.get(), s2.get());
           }
           // Row s0's float32 cos and sin, and the floats from one row to the next (not for pair
           // tables).
@@ -291,7 +328,9 @@ void RunTyped(const Problem& p) {
               }
               char* x = rows + s * stride;
               const int64_t r = s - s0;
-              if (!interleaved) {
+              if (even_odd_tables) {
+                NeoxRowEvenOdd(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
+              } else if (!interleaved) {
                 NeoxRow<T>(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
               } else if constexpr (kPairRows) {
                 InterleavedRow<T>(x, c2.get() + r * 2 * p.half, s2.get() + r * 2 * p.half,
