@@ -39,13 +39,22 @@ HWY_INLINE VF LoadF(DF d, const void* row, int64_t i) {
   }
 }
 
+// Which NaNs a float32 result rounded to bfloat16 can hold. kAny: any payload (a float32 input,
+// a float32 table). kFromBf16: every operand it was computed from is bfloat16 data or a finite
+// constant. x86 and Arm keep an operand NaN's payload (quieted) and make new NaNs with the
+// default payload, so such a NaN has its 16 low bits zero: rounding cannot carry out of them and
+// needs no guard (three ops of about twelve per vector on AVX2).
+enum class NaNs { kAny, kFromBf16 };
+
 // float32 bits rounded to nearest even at bit 16, so that the upper half is the bfloat16; NaN
 // stays a quiet NaN. The portable conversion.
+template <NaNs kNaNs = NaNs::kAny>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedBf16Bits(DF /* d */, VF v) {
   const hn::RebindToUnsigned<DF> du;
   const auto bits = hn::BitCast(du, v);
   const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
   const auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du, 0x7fffu)));
+  if constexpr (kNaNs == NaNs::kFromBf16) return rounded;
   return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x400000u)),
                         rounded);
 }
@@ -229,8 +238,9 @@ alignas(64) constexpr uint16_t kInterleaveWords[32] = {0,  16, 1,  17, 2,  18, 3
                                                        11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 #endif
 
-// Writes what LoadTwoF read: v0 and v1 into lanes [i, i + 2N) of a row of dtype T.
-template <DType T, bool kStream>
+// Writes what LoadTwoF read: v0 and v1 into lanes [i, i + 2N) of a row of dtype T; kNaNs says
+// which NaNs a bfloat16 result can hold (RoundedBf16Bits).
+template <DType T, bool kStream, NaNs kNaNs = NaNs::kAny>
 HWY_INLINE void StoreTwoF(DF d, VF v0, VF v1, void* row, int64_t i) {
   if constexpr (T == DType::kBF16) {
     const hn::RebindToUnsigned<DF> du;
@@ -241,8 +251,15 @@ HWY_INLINE void StoreTwoF(DF d, VF v0, VF v1, void* row, int64_t i) {
             _mm512_permutexvar_epi16(_mm512_load_si512(kInterleaveWords), Bf16Halves(v0, v1))};
       }
 #endif
-      return hn::Or(hn::ShiftRight<16>(RoundedBf16Bits(d, v0)),
-                    hn::And(RoundedBf16Bits(d, v1), hn::Set(du, 0xffff0000u)));
+      const auto r0 = RoundedBf16Bits<kNaNs>(d, v0), r1 = RoundedBf16Bits<kNaNs>(d, v1);
+#if HWY_TARGET == HWY_SCALAR  // no 16-bit lanes
+      return hn::Or(hn::ShiftRight<16>(r0), hn::And(r1, hn::Set(du, 0xffff0000u)));
+#else
+      // v0's bfloat16 into the even 16-bit words, v1's kept in the odd ones: one blend.
+      const hn::Repartition<uint16_t, DF> dw;
+      return hn::BitCast(du,
+                         hn::OddEven(hn::BitCast(dw, r1), hn::BitCast(dw, hn::ShiftRight<16>(r0))));
+#endif
     }();
     auto* out = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(row) + i);
     if constexpr (kStream && kCanStream) {

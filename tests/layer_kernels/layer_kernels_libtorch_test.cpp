@@ -297,6 +297,77 @@ TEST_P(PerTarget, RotaryMatchesTheComposite) {
   }
 }
 
+// NaN stays NaN in every bfloat16 result: each of the 254 bfloat16 NaNs as an input, and the NaN
+// that float32 math makes (inf * 0). Where every operand is bfloat16 the rounding has no NaN
+// guard (common/simd-inl.h, NaNs::kFromBf16); a float32 rotary table keeps it, since a float32
+// NaN's low payload bits would carry into the exponent (0x7fffffff rounds to -0).
+TEST_P(PerTarget, Bf16NaNsStayNaN) {
+  const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+  const at::Tensor nans = every.masked_select(every.isnan());
+  ASSERT_EQ(nans.numel(), 254);
+  const int64_t n = nans.numel();
+  auto same_nans = [](const at::Tensor& ours, const at::Tensor& ref, const std::string& what) {
+    const at::Tensor want = ref.isnan();
+    ASSERT_GT(want.sum().item<int64_t>(), 0) << what;
+    EXPECT_TRUE(at::equal(ours.isnan(), want))
+        << what << ": " << at::ne(ours.isnan(), want).sum().item<int64_t>() << " of "
+        << ours.numel() << " elements differ in NaN-ness";
+  };
+  const at::TensorOptions bf16 = at::TensorOptions().dtype(at::kBFloat16);
+
+  // Gated activations: gate NaN, up 1; gate 1, up NaN; gate 0, up +-inf; then finite values.
+  const at::Tensor finite = at::randn({2 * n + 2}).to(at::kBFloat16);
+  const at::Tensor gate = at::cat({nans, at::ones({n}, bf16), at::zeros({2}, bf16), finite});
+  const at::Tensor up = at::cat(
+      {at::ones({n}, bf16), nans, at::tensor({INFINITY, -INFINITY}).to(at::kBFloat16), finite});
+  const at::Tensor x = at::cat({gate, up}).unsqueeze(0);
+  for (activation::Activation a : kActivations) {
+    const at::Tensor out = at::empty({1, gate.numel()}, bf16);
+    const TorchView xv(x), ov(out);
+    ASSERT_TRUE(activation::forward_cpu(a, xv, ov).ok());
+    same_nans(out, composite(a, x), activation::op_name(a));
+  }
+
+  // rms_norm: a NaN anywhere in a row makes the whole row NaN, the residual's sum too.
+  const at::Tensor rows = at::randn({n, 40}).to(at::kBFloat16);
+  for (int64_t r = 0; r < n; ++r) rows[r][r % 40] = nans[r];
+  const at::Tensor clean = rows.clone(), w = at::ones({40}, bf16);
+  for (bool with_residual : {false, true}) {
+    const at::Tensor in = with_residual ? at::randn({n, 40}).to(at::kBFloat16) : clean.clone();
+    const at::Tensor res = clean.clone(), out = at::empty_like(in);
+    const TorchView iv(in), wv(w), ov(out), rv(res);
+    ASSERT_TRUE(rmsnorm::forward_cpu({iv, wv, with_residual ? rv.dl() : nullptr, ov}, 1e-6).ok());
+    EXPECT_TRUE(out.isnan().all().item<bool>()) << "rms_norm, residual " << with_residual;
+    if (with_residual) same_nans(res, clean, "rms_norm residual sum");
+  }
+
+  // Rotary: query NaNs; a float32 table with the NaN 0x7fffffff, a bfloat16 one with its own.
+  const int64_t seq = 4, half = 64;
+  const at::Tensor q0 = at::randn({1, 2, seq, 2 * half}).to(at::kBFloat16);
+  q0.flatten().narrow(0, 0, n).copy_(nans);  // heads 0 and 1, rows 0 and 1
+  const at::Tensor f32_nan = at::tensor({int32_t{0x7fffffff}}).view(at::kFloat);
+  for (at::ScalarType table : {at::kFloat, at::kBFloat16}) {
+    for (rotary::Style style : {rotary::Style::kNeox, rotary::Style::kInterleaved}) {
+      at::Tensor cos = at::rand({seq, half}), sin = at::rand({seq, half});
+      cos[3][5] = f32_nan[0];
+      sin[3][40] = f32_nan[0];
+      cos = cos.to(table);
+      sin = sin.to(table);
+      const at::Tensor q = q0.clone();
+      const at::Tensor ref = rotary_composite(q, cos, sin, style);
+      const TorchView qv(q), cv(cos), sv(sin);
+      rotary::Tensors t;
+      t.query = qv;
+      t.cos = cv;
+      t.sin = sv;
+      ASSERT_TRUE(rotary::forward_cpu(t, style).ok());
+      same_nans(q, ref,
+                std::string("rotary ") + (style == rotary::Style::kNeox ? "neox" : "interleaved") +
+                    ", table " + dtype_label(table));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, PerTarget, ::testing::ValuesIn(targets_to_test()),
                          TargetParamName);
 

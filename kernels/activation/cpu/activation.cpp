@@ -28,6 +28,7 @@ using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::kL2PrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::LoadTwoF;
+using kernels::HWY_NAMESPACE::NaNs;
 using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
@@ -50,8 +51,9 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
     VF g0, g1, u0, u1;
     LoadTwoF<T>(d, gate, at, g0, g1);
     LoadTwoF<T>(d, up, at, u0, u1);
-    StoreTwoF<T, decltype(stream_tag)::value>(d, hn::Mul(Act<A, T>(d, g0), u0),
-                                              hn::Mul(Act<A, T>(d, g1), u1), out, at);
+    // Every operand is of dtype T: a bfloat16 result's NaNs come from bfloat16 data.
+    StoreTwoF<T, decltype(stream_tag)::value, NaNs::kFromBf16>(
+        d, hn::Mul(Act<A, T>(d, g0), u0), hn::Mul(Act<A, T>(d, g1), u1), out, at);
   };
   if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));

@@ -33,6 +33,7 @@ using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::kPrefetchBytes;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::LoadTwoF;
+using kernels::HWY_NAMESPACE::NaNs;
 using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::RoundTo;
 using kernels::HWY_NAMESPACE::StoreF;
@@ -66,7 +67,7 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
     if constexpr (kResidual) {
       VF r0, r1;
       LoadTwoF<T>(d, residual, at, r0, r1);
-      StoreTwoF<T, false>(d, hn::Add(v0, r0), hn::Add(v1, r1), residual, at);
+      StoreTwoF<T, false, NaNs::kFromBf16>(d, hn::Add(v0, r0), hn::Add(v1, r1), residual, at);
       LoadTwoF<T>(d, residual, at, v0, v1);  // the sums as stored, rounded to T
     }
   };
@@ -110,7 +111,8 @@ HWY_INLINE void ScaleTwo(DF d, const void* x, const void* weight, const float* w
     (void)weight_two;
     LoadTwoF<T>(d, weight, at, w0, w1);
   }
-  StoreTwoF<T, kStream>(d, hn::Mul(hn::Mul(x0, s), w0), hn::Mul(hn::Mul(x1, s), w1), out, at);
+  StoreTwoF<T, kStream, NaNs::kFromBf16>(d, hn::Mul(hn::Mul(x0, s), w0),
+                                         hn::Mul(hn::Mul(x1, s), w1), out, at);
 }
 
 template <DType T>

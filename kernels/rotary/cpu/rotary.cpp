@@ -30,6 +30,7 @@ using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::LoadTwoF;
+using kernels::HWY_NAMESPACE::NaNs;
 using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StorePairF;
@@ -80,6 +81,7 @@ HWY_INLINE void NeoxRow(char* x, const float* cos, const float* sin, int64_t hal
 // (FloatTables with `even_odd`). No lane shuffle on either side, where reading and writing
 // halves of registers widens with one and narrows with two. The last columns, short of 2N, are
 // in column order in the tables too.
+template <NaNs kNaNs>
 HWY_INLINE void NeoxRowEvenOdd(char* x, const float* cos, const float* sin, int64_t half) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -91,16 +93,17 @@ HWY_INLINE void NeoxRowEvenOdd(char* x, const float* cos, const float* sin, int6
     LoadTwoF<DType::kBF16>(d, x2, i, b0, b1);
     const VF c0 = hn::LoadU(d, cos + i), s0 = hn::LoadU(d, sin + i);
     const VF c1 = hn::LoadU(d, cos + i + N), s1 = hn::LoadU(d, sin + i + N);
-    StoreTwoF<DType::kBF16, false>(d, hn::NegMulAdd(b0, s0, hn::Mul(a0, c0)),
-                                   hn::NegMulAdd(b1, s1, hn::Mul(a1, c1)), x, i);
-    StoreTwoF<DType::kBF16, false>(d, hn::MulAdd(a0, s0, hn::Mul(b0, c0)),
-                                   hn::MulAdd(a1, s1, hn::Mul(b1, c1)), x2, i);
+    StoreTwoF<DType::kBF16, false, kNaNs>(d, hn::NegMulAdd(b0, s0, hn::Mul(a0, c0)),
+                                          hn::NegMulAdd(b1, s1, hn::Mul(a1, c1)), x, i);
+    StoreTwoF<DType::kBF16, false, kNaNs>(d, hn::MulAdd(a0, s0, hn::Mul(b0, c0)),
+                                          hn::MulAdd(a1, s1, hn::Mul(b1, c1)), x2, i);
   }
   if (i < half) NeoxRow<DType::kBF16>(x, cos, sin, half, i);
 }
 
 // A bfloat16 row of adjacent pairs (x[2i], x[2i + 1]): the even elements are the pairs' first
 // and the odd their second, so cos and sin are read as they are, a pair per table column.
+template <NaNs kNaNs>
 HWY_INLINE void InterleavedRowEvenOdd(char* x, const float* cos, const float* sin, int64_t width) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -108,8 +111,8 @@ HWY_INLINE void InterleavedRowEvenOdd(char* x, const float* cos, const float* si
     VF a, b;
     LoadTwoF<DType::kBF16>(d, row, i, a, b);
     const VF c = LoadF<DType::kF32>(d, c_row, j), s = LoadF<DType::kF32>(d, s_row, j);
-    StoreTwoF<DType::kBF16, false>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)),
-                                   hn::MulAdd(a, s, hn::Mul(b, c)), row, i);
+    StoreTwoF<DType::kBF16, false, kNaNs>(d, hn::NegMulAdd(b, s, hn::Mul(a, c)),
+                                          hn::MulAdd(a, s, hn::Mul(b, c)), row, i);
   };
   int64_t i = 0;
   for (; i + 2 * N <= width; i += 2 * N) rotate(x, i, cos, sin, i / 2);
@@ -258,6 +261,8 @@ void RunTyped(const Problem& p) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
   const bool interleaved = p.style == Style::kInterleaved;
+  // A float32 table's NaNs may carry any payload; a bfloat16 one's cannot (RoundedBf16Bits).
+  constexpr NaNs kNaNs = C == DType::kBF16 ? NaNs::kFromBf16 : NaNs::kAny;
   // bfloat16 rows read their pairs as even and odd elements instead (InterleavedRowEvenOdd).
   constexpr bool kPairRows = T != DType::kBF16;
   const bool pair_tables = interleaved && kPairRows;
@@ -329,15 +334,15 @@ void RunTyped(const Problem& p) {
               char* x = rows + s * stride;
               const int64_t r = s - s0;
               if (even_odd_tables) {
-                NeoxRowEvenOdd(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
+                NeoxRowEvenOdd<kNaNs>(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
               } else if (!interleaved) {
                 NeoxRow<T>(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
               } else if constexpr (kPairRows) {
                 InterleavedRow<T>(x, c2.get() + r * 2 * p.half, s2.get() + r * 2 * p.half,
                                   2 * p.half);
               } else {
-                InterleavedRowEvenOdd(x, cos_rows + r * cos_step, sin_rows + r * sin_step,
-                                      2 * p.half);
+                InterleavedRowEvenOdd<kNaNs>(x, cos_rows + r * cos_step, sin_rows + r * sin_step,
+                                             2 * p.half);
               }
             }
           }
