@@ -43,8 +43,12 @@ size_t type_size(Type t) {
 int failures = 0;
 
 #if defined(BACKPLANE_GPU_EMULATE)
-// One CPU thread per GPU thread: a case is left out beyond this many elements.
-constexpr int64_t kMaxElements = int64_t{1} << 16;
+// One CPU thread per GPU thread: a case is left out beyond this many elements. The TSan build
+// sets fewer (BACKPLANE_EMULATE_MAX_ELEMENTS, tests/layer_kernels/CMakeLists.txt).
+#ifndef BACKPLANE_EMULATE_MAX_ELEMENTS
+#define BACKPLANE_EMULATE_MAX_ELEMENTS (int64_t{1} << 16)
+#endif
+constexpr int64_t kMaxElements = BACKPLANE_EMULATE_MAX_ELEMENTS;
 #else
 constexpr int64_t kMaxElements = INT64_MAX;
 #endif
