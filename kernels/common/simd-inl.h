@@ -43,7 +43,7 @@ HWY_INLINE VF LoadF(DF d, const void* row, int64_t i) {
 // a float32 table). kFromBf16: every operand it was computed from is bfloat16 data or a finite
 // constant. x86 and Arm keep an operand NaN's payload (quieted) and make new NaNs with the
 // default payload, so such a NaN has its 16 low bits zero: rounding cannot carry out of them and
-// needs no guard (three ops of about twelve per vector on AVX2).
+// needs no guard (on AVX2, three of the seven ops that round a vector).
 enum class NaNs { kAny, kFromBf16 };
 
 // float32 bits rounded to nearest even at bit 16, so that the upper half is the bfloat16; NaN

@@ -216,10 +216,10 @@ void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t si
 #endif
 }
 
-// A 16-bit table's block of rows as float32, `half` floats a row: the rows then read their
-// table as float32 and convert nothing per head. With `inverse` (any table dtype), -sin; with
-// `even_odd`, each whole 2N columns as their even then their odd ones (NeoxRowEvenOdd). Made per
-// block of positions, for all its heads.
+// A table's block of rows as float32, `half` floats a row: the rows then read their table as
+// float32 and convert nothing per head. Made for a 16-bit table; for any table with `inverse`
+// (-sin) or `even_odd` (each whole 2N columns as their even then their odd ones, for
+// NeoxRowEvenOdd). Made per block of positions, for all its heads.
 template <DType C>
 void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
                  int64_t rows, int64_t half, bool inverse, bool even_odd, float* c_out,
