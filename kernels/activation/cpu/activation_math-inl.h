@@ -42,7 +42,7 @@ HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
 // bfloat16's step of 3.9e-3. Half the ops of TimesSigmoid: no sign split and no Newton step.
 // On AVX-512 the exponent needs no clamp: vreduceps takes +-inf to 0 and vscalefps gives 0 or
 // inf, so 1 + e^-y is 1 or inf (result x or 0, as x / (1 + e^-y) in float32). Elsewhere
-// Exp2Coarse builds 2^floor in the exponent bits, so e^-y is held in [2^-64, 2^125]: below,
+// Exp2Coarse builds 2^round in the exponent bits, so e^-y is held in [2^-64, 2^125]: below,
 // 1 + e^-y is 1 already; above (y < -86.6), the result is x * 2^-125 instead of smaller.
 HWY_INLINE VF TimesSigmoidBf16(DF d, VF x, VF y) {
   VF t = hn::Mul(y, hn::Set(d, -1.44269504088896341f));  // -y log2(e)
