@@ -55,6 +55,11 @@ TEST_P(PerTarget, MatchesEagerAndRunsOnTheTarget) {
       {"decode_split", 1, 4, 1, 1, 1024, 64, false, DType::kF32},
       {"bf16", 1, 2, 1, 64, 100, 128, true, DType::kBF16},
       {"f16", 1, 2, 2, 33, 33, 96, false, DType::kF16, MaskType::kAdditive},
+      // Decoding's dot-product tiles for 1, 2, 4 and 8 rows, with block tails that leave every
+      // narrower tile some keys (TreeKeys, then one tree, then single keys).
+      {"decode_gqa8_bf16", 1, 8, 1, 1, 301, 128, false, DType::kBF16},
+      {"decode_gqa2_bf16", 1, 4, 2, 1, 203, 64, false, DType::kBF16},
+      {"decode_mha_f32", 1, 2, 2, 1, 77, 96, false, DType::kF32},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
