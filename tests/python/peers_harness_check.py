@@ -66,6 +66,8 @@ def main():
             check(bp["error"] is not None and bp["error"] <= peers.TOLERANCE[dtype],
                   f"{key}: backplane error {bp['error']}")
             check(bp["out_ms"] is not None and bp["out"] >= 1, f"{key}: backplane was not timed")
+            check(len(bp["out_round_ms"]) == 1 and abs(bp["out_round_ms"][0] - bp["out_ms"]) < 1e-9,
+                  f"{key}: one round's median is not the median: {bp['out_round_ms']}")
             eager = entries["torch eager"]
             check(eager["status"] == "ok", f"{key}: torch eager {eager['status']}")
             wrong = entries["doubled"]
@@ -92,6 +94,8 @@ def main():
     check(not alloc["pass"] and "bound" in alloc, f"1.1x peer at 0.91 of copy: {alloc}")
     check("bound" not in out, f"a goal met carries no bound: {out}")
     check(bandwidth["pass"] and abs(bandwidth["measured"] - 1.0) < 1e-9, f"bandwidth: {bandwidth}")
+    check("rounds" not in out, f"no rounds, no range: {out}")
+    check_rounds(made_up, roofs, mine_ms)
 
     # With the op's own traffic measured, it is the bound: a peer that needs less than it for
     # 1.2x has no excuse even above the copy rate, one that needs more has.
@@ -111,6 +115,38 @@ def main():
         return 1
     print(f"peers harness: {len(results)} small cases, every check held")
     return 0
+
+
+def check_rounds(made_up, roofs, mine_ms):
+    """Each goal's figure taken round by round: backplane at the copy rate, then 1.5x slower; the
+    peer 1.5x slower, then as fast. Ratios 1.5 and 0.67, bandwidth 1.0 and 0.67: both targets lie
+    within, and the report says so; rounds that stay on one side do not."""
+    sides = made_up["r"]["sides"]
+    sides["backplane"]["out_round_ms"] = [mine_ms, 1.5 * mine_ms]
+    sides["slow"]["out_round_ms"] = [1.5 * mine_ms, 1.5 * mine_ms]
+    goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
+    out = next(g for k, g in goals.items() if "(out)" in k)
+    bandwidth = next(g for k, g in goals.items() if "copy bandwidth" in k)
+    check(abs(out["rounds"][0] - 1.0) < 1e-9 and abs(out["rounds"][1] - 1.5) < 1e-9
+          and out["flips"], f"ratio over rounds: {out}")
+    check(abs(bandwidth["rounds"][0] - 2 / 3) < 1e-9 and abs(bandwidth["rounds"][1] - 1.0) < 1e-9
+          and bandwidth["flips"], f"bandwidth over rounds: {bandwidth}")
+    sides["backplane"]["out_round_ms"] = [mine_ms, 1.1 * mine_ms]
+    goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
+    out = next(g for k, g in goals.items() if "(out)" in k)
+    check(out["rounds"][0] > 1.2 and not out["flips"], f"rounds above the target: {out}")
+    sides["backplane"]["out_round_ms"] = [mine_ms, 1.5 * mine_ms]
+    for side in sides.values():
+        side.update(status="ok", label="made up")
+    report = {"sides": ["backplane", "slow"], "machine": {"cpu": "cpu", "features": "features"},
+              "threads": 1, "date": "today", "versions": {}, "results": made_up,
+              "rooflines": dict(roofs, copy_how="", read_how="", bf16_how=""),
+              "goals": peers.judge(made_up, roofs)}
+    text = peers.markdown(report)
+    check("either side of the target" in text and "0.67-1.00" in text,
+          f"the report shows the rounds: {text}")
+    for side in sides.values():
+        side.pop("out_round_ms")
 
 
 def check_bf16_roofline():
