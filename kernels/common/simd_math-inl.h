@@ -24,6 +24,16 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+// 2^n for a whole n in [-127, 127] (2^-127 as 0): the low bits of n + 1.5 * 2^23 + 127 are
+// n + 127, which shifted by 23 fill the exponent field. One add and one shift, where converting
+// n to an integer costs, on AVX2, the conversion and four ops that fix up lanes out of int32's
+// range (Highway's ConvertTo), which a whole n in this range never is.
+HWY_INLINE VF Pow2OfWhole(DF d, VF n) {
+  const hn::RebindToUnsigned<DF> du;
+  const VF biased = hn::Add(n, hn::Set(d, 12582912.0f + 127.0f));
+  return hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du, biased)));
+}
+
 // e^x for x in [-87.3, 88] (ExpF and the sigmoids clamp or mask the rest): x = n ln2 + r with
 // n = round(x / ln2) and r reduced in two parts (Cody and Waite), e^r by a degree-5 polynomial
 // fitted for the least relative error on |r| <= ln2 / 2 (1.4e-7, against 1.6e-7 for the Taylor
@@ -42,9 +52,7 @@ HWY_INLINE VF ExpInRange(DF d, VF x) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   return VF{_mm512_scalef_ps(p.raw, n.raw)};
 #else
-  const hn::RebindToSigned<DF> di;
-  return hn::Mul(
-      p, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)))));
+  return hn::Mul(p, Pow2OfWhole(d, n));
 #endif
 }
 
@@ -75,15 +83,13 @@ HWY_INLINE VF Exp2Coarse(DF d, VF y) {
   p = hn::MulAdd(p, f, hn::Set(d, 0.9999251961708069f));
   return VF{_mm512_scalef_ps(p.raw, y.raw)};  // p * 2^floor(y)
 #else
-  const hn::RebindToUnsigned<DF> du;
   const VF n = hn::Round(y);
-  const VF biased = hn::Add(n, hn::Set(d, 12582912.0f + 127.0f));  // 1.5 * 2^23 + 127 + n
-  const VF f = hn::Sub(y, n);                                      // in [-0.5, 0.5]
-  VF p = hn::Set(d, 0.055171627551317215f);                        // fitted on [-0.5, 0.5]
+  const VF f = hn::Sub(y, n);                // in [-0.5, 0.5]
+  VF p = hn::Set(d, 0.055171627551317215f);  // fitted on [-0.5, 0.5]
   p = hn::MulAdd(p, f, hn::Set(d, 0.2426111400127411f));
   p = hn::MulAdd(p, f, hn::Set(d, 0.6932609677314758f));
   p = hn::MulAdd(p, f, hn::Set(d, 0.9999280571937561f));
-  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du, biased))));
+  return hn::Mul(p, Pow2OfWhole(d, n));
 #endif
 }
 
@@ -132,11 +138,8 @@ HWY_INLINE VF Exp2F(DF d, VF x) {
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -126.0f)), VF{_mm512_scalef_ps(p.raw, n.raw)});
 #else
   x = hn::Max(x, hn::Set(d, -127.0f));
-  const auto n = hn::NearestInt(x);
-  const VF p = Exp2Poly<kDegree>(d, hn::Sub(x, hn::ConvertTo(d, n)));
-  const hn::RebindToSigned<DF> di;
-  const auto bits = hn::ShiftLeft<23>(hn::Add(n, hn::Set(di, 127)));
-  return hn::Mul(p, hn::BitCast(d, bits));
+  const VF n = hn::Round(x);
+  return hn::Mul(Exp2Poly<kDegree>(d, hn::Sub(x, n)), Pow2OfWhole(d, n));
 #endif
 }
 
