@@ -38,16 +38,27 @@ HWY_INLINE VF Pow2OfWhole(DF d, VF n) {
 // n = round(x / ln2) and r reduced in two parts (Cody and Waite), e^r by a degree-5 polynomial
 // fitted for the least relative error on |r| <= ln2 / 2 (1.4e-7, against 1.6e-7 for the Taylor
 // polynomial of degree 6, one op more), then scaled by 2^n (one vscalefps on AVX-512, which
-// takes any n; elsewhere the exponent bits, for n in [-126, 127]).
+// takes any n; elsewhere the exponent bits, for n in [-126, 127]). kNegated: e^-x for -x in that
+// range, without negating x: the reduction then yields -r and the polynomial takes it with its
+// odd coefficients negated, every step the exact negation of e^x's at -x (round to nearest is
+// symmetric), so the bits are those of ExpInRange(-x) for one op less.
+template <bool kNegated = false>
 HWY_INLINE VF ExpInRange(DF d, VF x) {
-  const VF n = hn::Round(hn::Mul(x, hn::Set(d, 1.44269504088896341f)));
-  VF r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);
-  r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187e-06f), r);
-  VF p = hn::Set(d, 8.2976548e-3f);
+  constexpr float kSign = kNegated ? -1.0f : 1.0f;
+  const VF n = hn::Round(hn::Mul(x, hn::Set(d, kSign * 1.44269504088896341f)));
+  VF r;  // r, or -r when kNegated
+  if constexpr (kNegated) {
+    r = hn::MulAdd(n, hn::Set(d, 0.693145751953125f), x);
+    r = hn::MulAdd(n, hn::Set(d, 1.428606765330187e-06f), r);
+  } else {
+    r = hn::NegMulAdd(n, hn::Set(d, 0.693145751953125f), x);
+    r = hn::NegMulAdd(n, hn::Set(d, 1.428606765330187e-06f), r);
+  }
+  VF p = hn::Set(d, kSign * 8.2976548e-3f);
   p = hn::MulAdd(p, r, hn::Set(d, 4.19153832e-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.66675746e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, kSign * 1.66675746e-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 4.99988943e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 9.99999702e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, kSign * 9.99999702e-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 1.00000012f));
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   return VF{_mm512_scalef_ps(p.raw, n.raw)};

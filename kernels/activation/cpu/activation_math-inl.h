@@ -33,7 +33,7 @@ using kernels::HWY_NAMESPACE::VF;
 // silu_and_mul took 4.6 ns a vector against 5.4 (6.1 with the sign split and ExpF).
 HWY_INLINE VF TimesSigmoid(DF d, VF x, VF y) {
   const VF low = hn::Set(d, -87.3f);
-  const VF e = ExpInRange(d, hn::Neg(hn::Min(hn::Max(y, low), hn::Set(d, 87.3f))));
+  const VF e = ExpInRange<true>(d, hn::Min(hn::Max(y, low), hn::Set(d, 87.3f)));  // e^-y
   return hn::IfThenZeroElse(hn::Lt(y, low), hn::Div(x, hn::Add(hn::Set(d, 1.0f), e)));
 }
 
