@@ -216,16 +216,31 @@ void PairTables(const char* cos, const char* sin, int64_t cos_stride, int64_t si
 #endif
 }
 
+// v with each NaN's low 16 bits cleared: then every NaN a bfloat16 row's rotation can produce has
+// them clear (x86 and Arm pass an operand NaN's payload on and make new NaNs with the default
+// one), so its rounding needs no NaN guard (NaNs::kFromBf16). The bfloat16 result is the same:
+// a NaN keeps its upper 16 bits.
+HWY_INLINE VF WithBf16NaNs(DF d, VF v) {
+  const hn::RebindToUnsigned<DF> du;
+  const VF cleared = hn::BitCast(d, hn::And(hn::BitCast(du, v), hn::Set(du, 0xffff0000u)));
+  return hn::IfThenElse(hn::IsNaN(v), cleared, v);
+}
+
 // A table's block of rows as float32, `half` floats a row: the rows then read their table as
 // float32 and convert nothing per head. Made for a 16-bit table; for any table with `inverse`
 // (-sin) or `even_odd` (each whole 2N columns as their even then their odd ones, for
-// NeoxRowEvenOdd). Made per block of positions, for all its heads.
+// NeoxRowEvenOdd). `bf16_rows`: for bfloat16 rows, NaNs as WithBf16NaNs leaves them. Made per
+// block of positions, for all its heads.
 template <DType C>
 void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t sin_stride,
-                 int64_t rows, int64_t half, bool inverse, bool even_odd, float* c_out,
-                 float* s_out) {
+                 int64_t rows, int64_t half, bool inverse, bool even_odd, bool bf16_rows,
+                 float* c_out, float* s_out) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto store = [&](VF v, VF sign, float* to) {
+    v = hn::Mul(v, sign);
+    hn::StoreU(bf16_rows ? WithBf16NaNs(d, v) : v, d, to);
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const char* from[] = {cos + r * cos_stride, sin + r * sin_stride};
     float* to[] = {c_out + r * half, s_out + r * half};
@@ -235,18 +250,17 @@ void FloatTables(const char* cos, const char* sin, int64_t cos_stride, int64_t s
 #if HWY_TARGET != HWY_SCALAR  // one lane: the even and odd order is the column order
       for (; even_odd && i + 2 * N <= half; i += 2 * N) {
         const VF v0 = LoadF<C>(d, from[k], i), v1 = LoadF<C>(d, from[k], i + N);
-        hn::StoreU(hn::Mul(hn::ConcatEven(d, v1, v0), sign), d, to[k] + i);
-        hn::StoreU(hn::Mul(hn::ConcatOdd(d, v1, v0), sign), d, to[k] + i + N);
+        store(hn::ConcatEven(d, v1, v0), sign, to[k] + i);
+        store(hn::ConcatOdd(d, v1, v0), sign, to[k] + i + N);
       }
 #else
       (void)even_odd;
 #endif
-      for (; i + N <= half; i += N)
-        hn::StoreU(hn::Mul(LoadF<C>(d, from[k], i), sign), d, to[k] + i);
+      for (; i + N <= half; i += N) store(LoadF<C>(d, from[k], i), sign, to[k] + i);
       if (i < half) {
         Tail<C> t;
         alignas(64) float buf[HWY_MAX_BYTES / 4];
-        hn::StoreU(hn::Mul(LoadF<C>(d, t.load(from[k], i, half - i), 0), sign), d, buf);
+        store(LoadF<C>(d, t.load(from[k], i, half - i), 0), sign, buf);
         std::memcpy(to[k] + i, buf, static_cast<size_t>(half - i) * sizeof(float));
       }
     }
@@ -261,8 +275,8 @@ void RunTyped(const Problem& p) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const int64_t cs = static_cast<int64_t>(kernels::dtype_size(C));
   const bool interleaved = p.style == Style::kInterleaved;
-  // A float32 table's NaNs may carry any payload; a bfloat16 one's cannot (RoundedBf16Bits).
-  constexpr NaNs kNaNs = C == DType::kBF16 ? NaNs::kFromBf16 : NaNs::kAny;
+  // A float32 table's NaNs may carry any payload (RoundedBf16Bits then guards the rounding);
+  // a bfloat16 one's cannot, nor a copy made for bfloat16 rows (FloatTables, WithBf16NaNs).
   // bfloat16 rows read their pairs as even and odd elements instead (InterleavedRowEvenOdd).
   constexpr bool kPairRows = T != DType::kBF16;
   const bool pair_tables = interleaved && kPairRows;
@@ -271,6 +285,7 @@ void RunTyped(const Problem& p) {
   // The other rows read a float32 table: a 16-bit one is converted a block at a time, and so is
   // any table of the inverse rotation (its sin negated).
   const bool float_copy = (C != DType::kF32 || p.inverse || even_odd_tables) && !pair_tables;
+  const bool bf16_nans = C == DType::kBF16 || (T == DType::kBF16 && float_copy);
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
@@ -302,7 +317,7 @@ void RunTyped(const Problem& p) {
           }
           if (float_copy) {
             FloatTables<C>(cos0, sin0, p.cos.stride[1] * cs, p.sin.stride[1] * cs, s1 - s0, p.half,
-                           p.inverse, even_odd_tables, c2.get(), s2.get());
+                           p.inverse, even_odd_tables, T == DType::kBF16, c2.get(), s2.get());
           }
           // Row s0's float32 cos and sin, and the floats from one row to the next (not for pair
           // tables).
@@ -333,16 +348,20 @@ void RunTyped(const Problem& p) {
               }
               char* x = rows + s * stride;
               const int64_t r = s - s0;
-              if (even_odd_tables) {
-                NeoxRowEvenOdd<kNaNs>(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
+              if (even_odd_tables) {  // a copied table: bf16_nans
+                NeoxRowEvenOdd<NaNs::kFromBf16>(x, cos_rows + r * cos_step, sin_rows + r * sin_step,
+                                                p.half);
               } else if (!interleaved) {
                 NeoxRow<T>(x, cos_rows + r * cos_step, sin_rows + r * sin_step, p.half);
               } else if constexpr (kPairRows) {
                 InterleavedRow<T>(x, c2.get() + r * 2 * p.half, s2.get() + r * 2 * p.half,
                                   2 * p.half);
+              } else if (bf16_nans) {
+                InterleavedRowEvenOdd<NaNs::kFromBf16>(x, cos_rows + r * cos_step,
+                                                       sin_rows + r * sin_step, 2 * p.half);
               } else {
-                InterleavedRowEvenOdd<kNaNs>(x, cos_rows + r * cos_step, sin_rows + r * sin_step,
-                                             2 * p.half);
+                InterleavedRowEvenOdd<NaNs::kAny>(x, cos_rows + r * cos_step,
+                                                  sin_rows + r * sin_step, 2 * p.half);
               }
             }
           }
