@@ -148,7 +148,7 @@ def run_case(case, dtype, side_names, rounds, block_s, threads, log):
     for name in side_names:
         module, builder = SIDES[name]
         entry = {"label": "", "status": "ok", "error": None, "out": [], "alloc": [],
-                 "out_rounds": [], "alloc_rounds": []}
+                 "out_round_ms": [], "alloc_round_ms": []}
         entries[name] = entry
         try:
             side = getattr(importlib.import_module(module), builder)(case, dtype, threads, inputs)
@@ -177,16 +177,15 @@ def run_case(case, dtype, side_names, rounds, block_s, threads, log):
         for n, mode in order:
             times = time_block(getattr(entries[n]["side"], "run_" + mode), block_s)
             entries[n][mode] += times
-            entries[n][mode + "_rounds"].append(statistics.median(times))
+            # Each round's median: the rounds run every side within a second or two, so a figure
+            # taken round by round shows how much of a verdict the VM's swings can move.
+            entries[n][mode + "_round_ms"].append(statistics.median(times) * 1e3)
             time.sleep(0.02)  # lets a side's spinning workers go idle before the next side
     for e in entries.values():
         e.pop("side", None)
         for mode in ("out", "alloc"):
             e[mode + "_ms"] = statistics.median(e[mode]) * 1e3 if e[mode] else None
             e[mode] = len(e[mode])
-            # Each round's median: the rounds run every side within a second or two, so a figure
-            # taken round by round shows how much of a verdict the VM's swings can move.
-            e[mode + "_round_ms"] = [t * 1e3 for t in e.pop(mode + "_rounds")]
     return entries
 
 

@@ -206,6 +206,16 @@ constexpr int TreeKeys(int r) {
   return kLanes == 8 && kVectorRegisters == 16 ? 12 / r : kLanes / r;
 }
 
+// Key kk's vector at column p, asking as it goes: K's row 4 tiles of KB keys ahead (K streams
+// from L3/DRAM when decoding) and v's line at the same byte (Companion).
+template <int KB, DType T>
+HWY_INLINE VF LoadKeyAsking(const Elem<T>* HWY_RESTRICT k, int64_t lda, int kk, int64_t p,
+                            const Companion& v) {
+  hwy::Prefetch(k + (kk + 4 * KB) * lda + p);
+  v.Ask(kk, p * static_cast<int64_t>(sizeof(Elem<T>)));
+  return LoadF<T>(DF(), k + kk * lda, p);
+}
+
 // R rows x KB keys of dot products, reduced together by StoreDotTree.
 template <int R, int KB, DType T>
 HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const float* HWY_RESTRICT q,
@@ -222,11 +232,7 @@ HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const fl
     // (a Q vector then feeds KB FMAs); else all Q vectors held, K key by key.
     if constexpr (kSources + KB + 1 <= kVectorRegisters) {
       VF kv[KB];
-      for (int kk = 0; kk < KB; ++kk) {
-        kv[kk] = LoadF<T>(d, k + kk * lda, p);
-        hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // K streams from L3/DRAM when decoding
-        v.Ask(kk, p * static_cast<int64_t>(sizeof(Elem<T>)));
-      }
+      for (int kk = 0; kk < KB; ++kk) kv[kk] = LoadKeyAsking<KB, T>(k, lda, kk, p, v);
       for (int r = 0; r < R; ++r) {
         const VF qv = hn::LoadU(d, q + r * dp + p);
         for (int kk = 0; kk < KB; ++kk) acc[kk * R + r] = hn::MulAdd(qv, kv[kk], acc[kk * R + r]);
@@ -235,9 +241,7 @@ HWY_INLINE void DotTileTree(const Elem<T>* HWY_RESTRICT k, int64_t lda, const fl
       VF qv[R];
       for (int r = 0; r < R; ++r) qv[r] = hn::LoadU(d, q + r * dp + p);
       for (int kk = 0; kk < KB; ++kk) {
-        const VF kv = LoadF<T>(d, k + kk * lda, p);
-        hwy::Prefetch(k + (kk + 4 * KB) * lda + p);  // K streams from L3/DRAM when decoding
-        v.Ask(kk, p * static_cast<int64_t>(sizeof(Elem<T>)));
+        const VF kv = LoadKeyAsking<KB, T>(k, lda, kk, p, v);
         for (int r = 0; r < R; ++r) acc[kk * R + r] = hn::MulAdd(qv[r], kv, acc[kk * R + r]);
       }
     }

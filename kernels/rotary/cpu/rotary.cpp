@@ -285,7 +285,6 @@ void RunTyped(const Problem& p) {
   // The other rows read a float32 table: a 16-bit one is converted a block at a time, and so is
   // any table of the inverse rotation (its sin negated).
   const bool float_copy = (C != DType::kF32 || p.inverse || even_odd_tables) && !pair_tables;
-  const bool bf16_nans = C == DType::kBF16 || (T == DType::kBF16 && float_copy);
   const int64_t heads = p.query.heads + (p.key.data ? p.key.heads : 0);
   const int64_t row_bytes = 2 * p.half * es;
   // A block of positions at a time, every head in turn: the block's cos and sin stay in L1 while
@@ -348,7 +347,9 @@ void RunTyped(const Problem& p) {
               }
               char* x = rows + s * stride;
               const int64_t r = s - s0;
-              if (even_odd_tables) {  // a copied table: bf16_nans
+              // bfloat16 rows against a table copied for them (FloatTables) or of bfloat16: no
+              // NaN guard; against a float32 table as given, the guard.
+              if (even_odd_tables) {  // always copied
                 NeoxRowEvenOdd<NaNs::kFromBf16>(x, cos_rows + r * cos_step, sin_rows + r * sin_step,
                                                 p.half);
               } else if (!interleaved) {
@@ -356,7 +357,7 @@ void RunTyped(const Problem& p) {
               } else if constexpr (kPairRows) {
                 InterleavedRow<T>(x, c2.get() + r * 2 * p.half, s2.get() + r * 2 * p.half,
                                   2 * p.half);
-              } else if (bf16_nans) {
+              } else if (float_copy) {
                 InterleavedRowEvenOdd<NaNs::kFromBf16>(x, cos_rows + r * cos_step,
                                                        sin_rows + r * sin_step, 2 * p.half);
               } else {
