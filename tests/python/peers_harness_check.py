@@ -108,8 +108,11 @@ def main():
     goals = {g["goal"]: g for g in peers.judge(made_up, roofs)}
     alloc = next(g for k, g in goals.items() if "(alloc)" in k)
     check("own traffic" in alloc.get("bound", ""), f"1.2x above the op's traffic: {alloc}")
+    check_limits(roofs)
+    check_settle()
     check_bf16_roofline()
     check_stream_bound()
+    check_in_cache()
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
@@ -147,6 +150,87 @@ def check_rounds(made_up, roofs, mine_ms):
           f"the report shows the rounds: {text}")
     for side in sides.values():
         side.pop("out_round_ms")
+
+
+def check_limits(roofs):
+    """A bandwidth goal missed names what holds backplane, from its rate in cache: below the
+    target's rate, the arithmetic; above it, the overlap; nothing where the goal is met or no
+    rate in cache was measured. The report shows it."""
+    case = {"name": "rms", "op": "rmsnorm", "rows": 4096, "hidden": 4096, "eps": 1e-6}
+    at_half_copy = peers.moved_bytes(case, "float32") / 1e9 / 15.0 * 1e3
+    made_up = {"r": {"case": case, "dtype": "float32", "sides": {
+        "backplane": {"out_ms": at_half_copy, "alloc_ms": at_half_copy, "status": "ok",
+                      "label": "made up"}}}}
+
+    def bandwidth_goal():
+        return next(g for g in peers.judge(made_up, roofs) if "copy bandwidth" in g["goal"])
+
+    check("limit" not in bandwidth_goal(), f"no rate in cache, no limit: {bandwidth_goal()}")
+    made_up["r"]["in_cache"] = {"gbs": 20.0, "how": "made up"}  # the target needs 24
+    goal = bandwidth_goal()
+    check(not goal["pass"] and goal.get("limit", "").startswith("its arithmetic")
+          and "24.0" in goal["limit"], f"slower than the target in cache: {goal}")
+    made_up["r"]["in_cache"]["gbs"] = 60.0
+    goal = bandwidth_goal()
+    check(goal.get("limit", "").startswith("the overlap"), f"faster in cache: {goal}")
+    report = {"sides": ["backplane"], "machine": {"cpu": "cpu", "features": "features"},
+              "threads": 1, "date": "today", "versions": {}, "results": made_up,
+              "rooflines": dict(roofs, copy_how="", read_how="", bf16_how=""),
+              "goals": peers.judge(made_up, roofs)}
+    made_up["r"]["streams"] = {"gbs": 40.0, "how": "made up"}
+    text = peers.markdown(report)
+    check("limit: the overlap" in text and "| 60.0 |" in text,
+          f"the report shows the limit and the rate in cache: {text}")
+    made_up["r"]["sides"]["backplane"]["out_ms"] = at_half_copy / 2  # at the copy rate
+    check("limit" not in bandwidth_goal(), f"a goal met has no limit: {bandwidth_goal()}")
+
+
+def check_settle():
+    """Between two sides' blocks the harness waits while another thread of the process burns
+    CPU (a peer's spinning workers), and not when none does."""
+    import threading
+    import time
+
+    check(peers.others_cpu_ns() is not None, "no per-thread CPU times in /proc")
+    check(peers.settle() < 0.1, "waited with no thread running")
+    spin_s = 0.2
+    started = threading.Event()
+
+    def spin():
+        end = time.perf_counter() + spin_s
+        started.set()
+        while time.perf_counter() < end:
+            pass
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    started.wait()
+    waited = peers.settle()
+    worker.join()
+    check(0.5 * spin_s < waited < 1.0, f"waited {waited:.3f} s for a thread spinning {spin_s} s")
+
+
+def check_in_cache():
+    """in_cache.py cuts a case along the extent its bytes grow with, to the budget, and times
+    backplane's real kernel on the cut."""
+    import in_cache
+
+    cache = in_cache.last_level_cache_bytes()
+    check(cache >= 1 << 20, f"last-level cache of {cache} bytes")
+    decode = SMALL[1]
+    part, extent = in_cache.slice_of(decode, "float32", 64 << 10, peers.moved_bytes)
+    check(extent == "kv_len" and 0 < part["kv_len"] < decode["kv_len"]
+          and peers.moved_bytes(part, "float32") <= 64 << 10
+          and part["q_heads"] == decode["q_heads"], f"decode cut to 64 KiB: {part}")
+    part, _ = in_cache.slice_of(SMALL[4], "bfloat16", 1 << 30, peers.moved_bytes)
+    check(part == SMALL[4], f"a case under the budget is not cut: {part}")
+    check(in_cache.slice_of(SMALL[0], "float32", 1 << 20, peers.moved_bytes) is None,
+          "causal prefill is not cut")
+    for case in SMALL[1:]:
+        got = in_cache.measure(case, "bfloat16", 2, peers.make_inputs, peers.moved_bytes,
+                               calls=2, budget_bytes=16 << 10)
+        check(got is not None and got["gbs"] > 0 and in_cache.SLICED[case["op"]] in got["how"],
+              f"{case['name']}: in cache {got}")
 
 
 def check_bf16_roofline():
