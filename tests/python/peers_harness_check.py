@@ -192,7 +192,7 @@ def check_settle():
     import time
 
     check(peers.others_cpu_ns() is not None, "no per-thread CPU times in /proc")
-    check(peers.settle() < 0.1, "waited with no thread running")
+    check(peers.settle() < 0.5, "waited with no thread running")
     spin_s = 0.2
     started = threading.Event()
 
