@@ -34,9 +34,16 @@ using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
 using kernels::HWY_NAMESPACE::StreamAligned;
 using kernels::HWY_NAMESPACE::Tail;
+using kernels::HWY_NAMESPACE::Ties;
 using kernels::HWY_NAMESPACE::VF;
 
-// Columns [c0, c1) of one row.
+// Ties of bfloat16 results away from zero where the sigmoid is the coarse one (silu and
+// gelu_tanh, TimesSigmoidBf16), to even where the float32 is near exact (gelu's erf).
+template <Activation A, DType T>
+constexpr Ties kTiesOf = T == DType::kBF16&& A != Activation::kGelu ? Ties::kAway : Ties::kEven;
+
+// Columns [c0, c1) of one row. Every operand is of dtype T: a bfloat16 result's NaNs come from
+// bfloat16 data (NaNs::kFromBf16).
 template <Activation A, DType T>
 HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0, int64_t c1,
                         bool stream) {
@@ -51,8 +58,7 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
     VF g0, g1, u0, u1;
     LoadTwoF<T>(d, gate, at, g0, g1);
     LoadTwoF<T>(d, up, at, u0, u1);
-    // Every operand is of dtype T: a bfloat16 result's NaNs come from bfloat16 data.
-    StoreTwoF<T, decltype(stream_tag)::value, NaNs::kFromBf16>(
+    StoreTwoF<T, decltype(stream_tag)::value, NaNs::kFromBf16, kTiesOf<A, T>>(
         d, hn::Mul(Act<A, T>(d, g0), u0), hn::Mul(Act<A, T>(d, g1), u1), out, at);
   };
   if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
@@ -72,12 +78,12 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
   for (; i < c1; i += N) {
     const int64_t n = std::min(N, c1 - i);
     if (n == N) {
-      StoreF<T>(d, y(i), out, i);
+      StoreF<T, NaNs::kFromBf16, kTiesOf<A, T>>(d, y(i), out, i);
     } else {
       Tail<T> gt, ut, ot;
       const VF last = hn::Mul(Act<A, T>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
                               LoadF<T>(d, ut.load(up, i, n), 0));
-      StoreF<T>(d, last, ot.buf, 0);
+      StoreF<T, NaNs::kFromBf16, kTiesOf<A, T>>(d, last, ot.buf, 0);
       ot.store(out, i, n);
     }
   }
