@@ -338,6 +338,13 @@ def streaming_bound(case, dtype, best_ms, who, streams, rooflines):
             f"bandwidth ({rooflines['copy_gbs']:.1f} GB/s)")
 
 
+def shown(measured, target):
+    """A goal's figure to 2 decimals, or to 3 where 2 would print the target itself (0.795
+    failing 0.80 would read as 0.80)."""
+    text = f"{measured:.2f}"
+    return f"{measured:.3f}" if text == f"{target:.2f}" and measured != target else text
+
+
 def markdown(report):
     lines = []
     cols = report["sides"]
@@ -405,7 +412,8 @@ def markdown(report):
             if g["flips"]:
                 spread += " (either side of the target)"
         why = g.get("bound") or ("limit: " + g["limit"] if "limit" in g else "")
-        lines.append(f"| {g['goal']} | {g['measured']:.2f} | {spread} | {g['target']:.2f} | "
+        lines.append(f"| {g['goal']} | {shown(g['measured'], g['target'])} | {spread} | "
+                     f"{g['target']:.2f} | "
                      f"{'PASS' if g['pass'] else 'FAIL'} | {why} |")
     lines.append("")
     lines.append("What ran:")

@@ -109,6 +109,8 @@ def main():
     alloc = next(g for k, g in goals.items() if "(alloc)" in k)
     check("own traffic" in alloc.get("bound", ""), f"1.2x above the op's traffic: {alloc}")
     check_limits(roofs)
+    check(peers.shown(0.7956, 0.8) == "0.796" and peers.shown(0.8123, 0.8) == "0.81"
+          and peers.shown(1.5, 1.2) == "1.50", "a figure next to its target shows the difference")
     check_settle()
     check_bf16_roofline()
     check_stream_bound()
@@ -170,6 +172,9 @@ def check_limits(roofs):
     goal = bandwidth_goal()
     check(not goal["pass"] and goal.get("limit", "").startswith("its arithmetic")
           and "24.0" in goal["limit"], f"slower than the target in cache: {goal}")
+    made_up["r"]["in_cache"]["gbs"] = 25.0
+    goal = bandwidth_goal()
+    check(goal.get("limit", "").startswith("its arithmetic, nearly"), f"just above: {goal}")
     made_up["r"]["in_cache"]["gbs"] = 60.0
     goal = bandwidth_goal()
     check(goal.get("limit", "").startswith("the overlap"), f"faster in cache: {goal}")
