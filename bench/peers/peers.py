@@ -164,7 +164,10 @@ def others_cpu_ns():
     return total if seen else None
 
 
-def settle(limit_s=1.0, window_s=0.005, quiet=0.05):
+SETTLE_LIMIT_S = 1.0  # the longest wait for idle workers before a block is timed anyway
+
+
+def settle(limit_s=SETTLE_LIMIT_S, window_s=0.005, quiet=0.05):
     """Waits until the process's other threads (every side's workers) used under `quiet` of a
     window's CPU time, at most limit_s, and returns the seconds waited. ONNX Runtime's workers
     spin for about 60 ms after a run: a side timed in those milliseconds shares its two CPUs
@@ -416,6 +419,14 @@ def markdown(report):
                      f"{g['target']:.2f} | "
                      f"{'PASS' if g['pass'] else 'FAIL'} | {why} |")
     lines.append("")
+    busy = [f"`{key}` {c}" for key, r in report["results"].items()
+            for c, e in r["sides"].items()
+            if e.get("settle_ms_max", 0) >= 1e3 * SETTLE_LIMIT_S]
+    if busy:
+        lines.append(f"Timed while other threads were still busy after {SETTLE_LIMIT_S:.0f} s of "
+                     "waiting (a side's workers that never go idle share the CPUs with every "
+                     "side after them): " + "; ".join(busy) + ".")
+        lines.append("")
     lines.append("What ran:")
     for key, r in report["results"].items():
         for c, e in r["sides"].items():

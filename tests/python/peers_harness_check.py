@@ -186,6 +186,10 @@ def check_limits(roofs):
     text = peers.markdown(report)
     check("limit: the overlap" in text and "| 60.0 |" in text,
           f"the report shows the limit and the rate in cache: {text}")
+    check("still busy" not in text, f"no wait reached the limit: {text}")
+    made_up["r"]["sides"]["backplane"]["settle_ms_max"] = 1e3 * peers.SETTLE_LIMIT_S
+    check("still busy after 1 s of waiting" in peers.markdown(report) and "`r` backplane" in
+          peers.markdown(report), "a block timed after the longest wait is reported")
     made_up["r"]["sides"]["backplane"]["out_ms"] = at_half_copy / 2  # at the copy rate
     check("limit" not in bandwidth_goal(), f"a goal met has no limit: {bandwidth_goal()}")
 
