@@ -274,16 +274,15 @@ def judge(results, rooflines):
             best, who = min(peers)
             goal = {"goal": f"{key} ({mode}): >= 1.2x the fastest peer ({who})",
                     "measured": best / mine, "target": 1.2}
-            timed = [round_ms(e, mode) for n, e in entries.items()
-                     if n != "backplane" and e.get(mode + "_ms")]
+            timed = [round_ms(entries[n], mode) for _, n in peers]
             goal["rounds"] = round_range(lambda m, *p: min(p) / m, round_ms(bp, mode), *timed)
             if best / mine < 1.2 and not is_compute_bound(case):
-                bound = streaming_bound(case, dtype, best, who, streams, rooflines)
+                need = 1.2 * moved_bytes(case, dtype) / (best / 1e3) / 1e9
+                bound = streaming_bound(need, who, streams, rooflines)
                 if bound:
                     goal["bound"] = bound
                 else:
-                    need = 1.2 * moved_bytes(case, dtype) / (best / 1e3) / 1e9
-                    goal["limit"] = in_cache.limit(r.get("in_cache"), need)
+                    add_limit(goal, r, need)
             goals.append(goal)
         mine = bp.get("out_ms")
         if mine is None:
@@ -311,10 +310,8 @@ def judge(results, rooflines):
                           "rounds": round_range(lambda m: moved / (m / 1e3) / 1e9 / roof,
                                                 round_ms(bp, "out"))})
             if rate < 0.8 * roof:
-                goals[-1]["limit"] = in_cache.limit(r.get("in_cache"), 0.8 * roof)
+                add_limit(goals[-1], r, 0.8 * roof)
     for g in goals:
-        if g.get("limit") is None:
-            g.pop("limit", None)
         g["pass"] = g["measured"] >= g["target"]
         lo_hi = g.get("rounds")
         if lo_hi is None:
@@ -324,12 +321,19 @@ def judge(results, rooflines):
     return goals
 
 
-def streaming_bound(case, dtype, best_ms, who, streams, rooflines):
+def add_limit(goal, result, need_gbs):
+    """The goal's `limit` from the case's rate in cache (in_cache.py), where one was measured."""
+    why = in_cache.limit(result.get("in_cache"), need_gbs)
+    if why:
+        goal["limit"] = why
+
+
+def streaming_bound(need, who, streams, rooflines):
     """Why 1.2x the peer cannot be had, when it cannot: the rate it needs over the op's bytes is
     above what the op's own traffic reaches with no arithmetic (stream_bound.py), measured in
     the case's minutes; without that figure, above the copy roofline. None when 1.2x is within
-    reach, so the miss stands without an excuse."""
-    need = 1.2 * moved_bytes(case, dtype) / (best_ms / 1e3) / 1e9
+    reach, so the miss stands without an excuse. need: the GB/s over the op's bytes that 1.2x
+    the peer takes."""
     if streams:
         if need <= streams["gbs"]:
             return None
