@@ -147,21 +147,20 @@ def others_cpu_ns():
     """CPU time so far of this process's threads other than the caller, in ns (Linux schedstat),
     or None where /proc does not say."""
     me = threading.get_native_id()
-    total, seen = 0, False
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
         return None
+    total = 0
     for task in tasks:
         if int(task) == me:
             continue
         try:
             with open(f"/proc/self/task/{task}/schedstat") as f:
                 total += int(f.read().split()[0])
-            seen = True
         except (OSError, ValueError, IndexError):
             pass  # a thread that ended between the listing and the read
-    return total if seen else None
+    return total
 
 
 SETTLE_LIMIT_S = 1.0  # the longest wait for idle workers before a block is timed anyway
