@@ -438,7 +438,10 @@ def markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def main():
+def parse_args(argv, spec):
+    """The command line against cases.json's spec: (args, threads, dtypes, cases, side names).
+    A dtype, case filter or side that names nothing ends the run with an error that lists what
+    would be accepted (argparse's exit status 2)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default="", help="comma-separated substrings of case names")
     p.add_argument("--dtypes", default="")
@@ -447,16 +450,27 @@ def main():
     p.add_argument("--block-ms", type=float, default=60)
     p.add_argument("--json")
     p.add_argument("--markdown")
-    args = p.parse_args()
-    spec = json.loads((HERE / "cases.json").read_text())
+    args = p.parse_args(argv)
     threads = int(os.environ.get("BENCH_PEERS_THREADS", spec["threads"]))
     dtypes = args.dtypes.split(",") if args.dtypes else spec["dtypes"]
+    for dt in dtypes:
+        if dt not in spec["dtypes"]:
+            p.error(f"--dtypes: unknown dtype {dt!r}; the dtypes are {', '.join(spec['dtypes'])}")
     wanted = [c for c in args.cases.split(",") if c]
     cases = [c for c in spec["cases"] if not wanted or any(w in c["name"] for w in wanted)]
+    if not cases:
+        names = ", ".join(c["name"] for c in spec["cases"])
+        p.error(f"--cases: {args.cases!r} matches none of the cases: {names}")
     side_names = [s for s in args.sides.split(",") if s]
     for s in side_names:
         if s not in SIDES:
             p.error(f"--sides: unknown side {s!r}; the sides are {', '.join(SIDES)}")
+    return args, threads, dtypes, cases, side_names
+
+
+def main():
+    spec = json.loads((HERE / "cases.json").read_text())
+    args, threads, dtypes, cases, side_names = parse_args(sys.argv[1:], spec)
     log = lambda text: print(text, file=sys.stderr, flush=True)
     torch.set_num_threads(threads)
     versions = {}

@@ -115,11 +115,37 @@ def main():
     check_bf16_roofline()
     check_stream_bound()
     check_in_cache()
+    check_arguments()
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
     print(f"peers harness: {len(results)} small cases, every check held")
     return 0
+
+
+def check_arguments():
+    """A command line that names no dtype, case or side the spec has stops with the accepted
+    ones named; a good one selects what it names."""
+    import contextlib
+    import io
+    import json
+    spec = json.loads((REPO / "bench" / "peers" / "cases.json").read_text())
+    for argv, named in ((["--dtypes", "bf16"], "float32, bfloat16"),
+                        (["--cases", "no_such_case"], spec["cases"][0]["name"]),
+                        (["--sides", "tvm"], "backplane")):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                peers.parse_args(argv, spec)
+                code = 0
+            except SystemExit as e:
+                code = e.code
+        check(code == 2 and argv[1] in err.getvalue() and named in err.getvalue(),
+              f"{argv}: exit {code}, message {err.getvalue()!r}")
+    _, _, dtypes, cases, sides = peers.parse_args(
+        ["--cases", "rmsnorm,rotary", "--dtypes", "bfloat16", "--sides", "backplane"], spec)
+    check(dtypes == ["bfloat16"] and [c["op"] for c in cases] == ["rmsnorm", "rotary"]
+          and sides == ["backplane"], f"a good command line: {dtypes} {cases} {sides}")
 
 
 def check_rounds(made_up, roofs, mine_ms):
