@@ -624,6 +624,9 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
   // registers (a converted copy would cost more than the bf16 stream it saves).
   const bool bf16_rows = dot && p.dtype == DType::kBF16 && p.k.stride[3] == 1 &&
                          p.v.stride[3] == 1 && D % N == 0 && DV == dvp;
+  // V's rows read as pairs where head_dim_v is whole groups of 2N: O in pair order until the
+  // block's end (FromPairOrder).
+  const bool v_pairs = bf16_rows && DV % (2 * N) == 0;
   // And where the plan takes Q.K on bf16 pairs: the Q rows as bf16 (exact: Q is bf16) in qt,
   // which the dot path leaves unused; the zero rows past nrows too, up to QKDot's groups of 4.
   const bool dp_dot = bf16_rows && plan.dpbf16_dot;
@@ -697,7 +700,10 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     SoftmaxExp<NR>(buf, sa, nk);
 
     // O = alpha O + P V_blk
-    if (bf16_rows) {
+    if (v_pairs) {
+      TilePVRows<DType::kBF16, true>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk,
+                                     buf.o, dvp, buf.alpha, next_k);
+    } else if (bf16_rows) {
       TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk, buf.o,
                                dvp, buf.alpha, next_k);
     } else {
@@ -706,6 +712,9 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     }
   }
 
+  if (v_pairs) {
+    for (int64_t i = 0; i < nrows; ++i) FromPairOrder(buf.o + i * dvp, dvp);
+  }
   FinishBlock(p, plan, b, hk, rb, buf, partial);
 }
 

@@ -10,6 +10,7 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/simd-inl.h"
@@ -293,12 +294,31 @@ HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const Elem<T>* k, i
     DotRows<4, T>(nk, k, lda, q + r * dp, dp, depth, st + r, bq, r == 0 ? v : Companion{});
 }
 
+// Pair order: O rows accumulated from bf16 V rows read as pairs (kPairs below) hold, in each
+// group of 2N columns, the N even columns and then the N odd ones, as LoadTwoF reads a bf16 row:
+// a bitwise op for each vector where widening a half costs a lane shuffle and a shift (P.V of
+// 4 rows x 2 vectors on Zen 3, V in L1: 32 cycles a key against 37, the FMAs' own 32).
+// FromPairOrder puts a row back in column order.
+HWY_INLINE void FromPairOrder(float* row, int64_t n) {
+  constexpr int64_t kGroup = 2 * kLanes;
+  float group[kGroup];
+  for (int64_t g = 0; g + kGroup <= n; g += kGroup) {
+    std::copy(row + g, row + g + kGroup, group);
+    for (int64_t i = 0; i < kLanes; ++i) {
+      row[g + 2 * i] = group[i];
+      row[g + 2 * i + 1] = group[kLanes + i];
+    }
+  }
+}
+
 // O rows: C[r][v] = alpha[r] * C[r][v] + sum_{j < depth} P[j * ldp + r] * V[j * ldv + v * N],
-// for MR rows (queries) and NV vectors (head_dim).
-template <int MR, int NV, DType T>
+// for MR rows (queries) and NV vectors (head_dim); kPairs: bf16 V read as pairs, C's columns in
+// pair order (NV even, v at a group of 2N columns).
+template <int MR, int NV, DType T, bool kPairs = false>
 HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const Elem<T>* HWY_RESTRICT v,
                        int64_t ldv, int64_t depth, float* HWY_RESTRICT c, int64_t ldc,
                        const float* HWY_RESTRICT alpha, const Companion& next) {
+  static_assert(!kPairs || (T == DType::kBF16 && NV % 2 == 0), "pairs: bf16, whole groups");
   const DF d;
   const size_t N = hn::Lanes(d);
   VF acc[MR][NV];
@@ -308,7 +328,14 @@ HWY_INLINE void TilePV(const float* HWY_RESTRICT pt, int64_t ldp, const Elem<T>*
   }
   for (int64_t j = 0; j < depth; ++j) {
     VF bv[NV];
-    for (int n = 0; n < NV; ++n) bv[n] = LoadF<T>(d, v + j * ldv, static_cast<int64_t>(n * N));
+    for (int n = 0; n < NV; n += kPairs ? 2 : 1) {
+      const auto col = static_cast<int64_t>(n * N);
+      if constexpr (kPairs) {
+        kernels::HWY_NAMESPACE::LoadTwoF<T>(d, v + j * ldv, col, bv[n], bv[n + 1]);
+      } else {
+        bv[n] = LoadF<T>(d, v + j * ldv, col);
+      }
+    }
     for (int n = 0; n < NV; ++n) next.Ask(j, static_cast<int64_t>(n * N * sizeof(Elem<T>)));
     for (int r = 0; r < MR; ++r) {
       const VF av = hn::Set(d, pt[j * ldp + r]);
@@ -335,8 +362,9 @@ constexpr int WideVecs(int mr) {
 // MR query rows over all `vecs` head_dim vectors, chunk by chunk (ChunkVecs). V is either
 // rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
 // Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
-// key within the panels. `next`: asked for alongside V's rows as they lie (Companion).
-template <int MR, DType T>
+// key within the panels. `next`: asked for alongside V's rows as they lie (Companion). kPairs:
+// bf16 rows as they lie read as pairs (TilePV; vecs even), in chunks of whole pairs.
+template <int MR, DType T, bool kPairs = false>
 HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Elem<T>* v,
                            int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
                            int64_t ldc, const float* alpha, const Companion& next) {
@@ -345,38 +373,49 @@ HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Ele
     return n * N * static_cast<int64_t>(sizeof(Elem<T>));
   };
   int64_t n = 0;
-  // Rows as they lie and few queries: wider chunks, fewer passes over V.
-  constexpr int kWide = WideVecs(MR);
-  if constexpr (kWide > kPvVecs) {
-    if (panel_keys == 0) {
-      for (; n + kWide <= vecs; n += kWide)
-        TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
+  if constexpr (kPairs) {
+    constexpr int kWide = std::max(2, WideVecs(MR) / 2 * 2);
+    for (; n + kWide <= vecs; n += kWide)
+      TilePV<MR, kWide, T, true>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
+                                 next.At(0, column_bytes(n)));
+    for (; n < vecs; n += 2)
+      TilePV<MR, 2, T, true>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
                              next.At(0, column_bytes(n)));
+  } else {
+    // Rows as they lie and few queries: wider chunks, fewer passes over V.
+    constexpr int kWide = WideVecs(MR);
+    if constexpr (kWide > kPvVecs) {
+      if (panel_keys == 0) {
+        for (; n + kWide <= vecs; n += kWide)
+          TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
+                               next.At(0, column_bytes(n)));
+      }
     }
-  }
-  while (n < vecs) {
-    const int64_t nv = ChunkVecs(n, vecs);
-    const Elem<T>* vc = v + n * N;
-    int64_t lc = ldv;
-    const Companion next_n = next.At(0, column_bytes(n));
-    if (panel_keys > 0) {
-      vc = v + n * N * panel_keys + key0 * nv * N;
-      lc = nv * N;
+    while (n < vecs) {
+      const int64_t nv = ChunkVecs(n, vecs);
+      const Elem<T>* vc = v + n * N;
+      int64_t lc = ldv;
+      const Companion next_n = next.At(0, column_bytes(n));
+      if (panel_keys > 0) {
+        vc = v + n * N * panel_keys + key0 * nv * N;
+        lc = nv * N;
+      }
+      if (nv == kPvVecs) {
+        TilePV<MR, kPvVecs, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
+      } else if (nv == 2) {
+        TilePV<MR, 2, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
+      } else {
+        TilePV<MR, 1, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
+      }
+      n += nv;
     }
-    if (nv == kPvVecs) {
-      TilePV<MR, kPvVecs, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
-    } else if (nv == 2) {
-      TilePV<MR, 2, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
-    } else {
-      TilePV<MR, 1, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
-    }
-    n += nv;
   }
 }
 
-// Rows of V are fp32, or (T bf16, decoding) the caller's bf16 rows widened in registers. The
-// first pass over V asks for next's rows (Companion; V's rows as they lie only).
-template <DType T = DType::kF32>
+// Rows of V are fp32, or (T bf16, decoding) the caller's bf16 rows widened in registers, as
+// pairs where kPairs (TilePVCols). The first pass over V asks for next's rows (Companion; V's
+// rows as they lie only).
+template <DType T = DType::kF32, bool kPairs = false>
 HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp,
                            const Elem<T>* v, int64_t ldv, int64_t panel_keys, int64_t key0,
                            int64_t depth, float* c, int64_t ldc, const float* alpha,
@@ -385,23 +424,23 @@ HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t 
   // Only the first group of rows asks: the others read the same V rows again.
   auto ask = [&] { return r == 0 ? next : Companion{}; };
   for (; r + kPvRows <= rows; r += kPvRows)
-    TilePVCols<kPvRows, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                           alpha + r, ask());
+    TilePVCols<kPvRows, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc,
+                                   ldc, alpha + r, ask());
   if constexpr (kPvRows > 4) {
     if (r + 4 <= rows) {
-      TilePVCols<4, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                       alpha + r, ask());
+      TilePVCols<4, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                               alpha + r, ask());
       r += 4;
     }
   }
   if (r + 2 <= rows) {
-    TilePVCols<2, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                     alpha + r, ask());
+    TilePVCols<2, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                             alpha + r, ask());
     r += 2;
   }
   if (r < rows) {
-    TilePVCols<1, T>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                     alpha + r, ask());
+    TilePVCols<1, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
+                             alpha + r, ask());
   }
 }
 
