@@ -300,14 +300,10 @@ HWY_INLINE void QKDot(int64_t nrows, int64_t bq, int64_t nk, const Elem<T>* k, i
 // 4 rows x 2 vectors on Zen 3, V in L1: 32 cycles a key against 37, the FMAs' own 32).
 // FromPairOrder puts a row back in column order.
 HWY_INLINE void FromPairOrder(float* row, int64_t n) {
-  constexpr int64_t kGroup = 2 * kLanes;
-  float group[kGroup];
-  for (int64_t g = 0; g + kGroup <= n; g += kGroup) {
-    std::copy(row + g, row + g + kGroup, group);
-    for (int64_t i = 0; i < kLanes; ++i) {
-      row[g + 2 * i] = group[i];
-      row[g + 2 * i + 1] = group[kLanes + i];
-    }
+  const DF d;
+  for (int64_t g = 0; g + 2 * kLanes <= n; g += 2 * kLanes) {
+    const VF even = hn::LoadU(d, row + g), odd = hn::LoadU(d, row + g + kLanes);
+    hn::StoreInterleaved2(even, odd, d, row + g);
   }
 }
 
