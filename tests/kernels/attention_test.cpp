@@ -60,6 +60,12 @@ TEST_P(PerTarget, MatchesEagerAndRunsOnTheTarget) {
       {"decode_gqa8_bf16", 1, 8, 1, 1, 301, 128, false, DType::kBF16},
       {"decode_gqa2_bf16", 1, 4, 2, 1, 203, 64, false, DType::kBF16},
       {"decode_mha_f32", 1, 2, 2, 1, 77, 96, false, DType::kF32},
+      // Rows that fill at most half a vector take two keys a vector of scores (SoftmaxMax's
+      // kKeys): the second key's causal limit, a mask, and odd tails of keys.
+      {"decode_q2_causal_mask", 1, 4, 2, 2, 204, 64, true, DType::kF32, MaskType::kBool},
+      {"decode_q3_causal_tail", 1, 2, 2, 3, 193, 64, true, DType::kF32},
+      {"decode_mha_q2_additive_bf16", 1, 3, 3, 2, 97, 64, true, DType::kBF16,
+       MaskType::kAdditive},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

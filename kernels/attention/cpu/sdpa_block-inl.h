@@ -276,7 +276,8 @@ void MaskTile(const Problem& p, const int64_t* mask_off, int64_t nrows, int64_t 
 }
 
 // The scaled, masked score of S^T row j (log2 domain): x = s * scale2 + bias, -inf past a
-// row's causal limit.
+// row's causal limit. bq: the scores' row stride. With two keys a vector (kKeys 2, decoding few
+// rows: half a vector of rows a key), the vector at key j holds keys j and j + 1, one a half.
 struct ScoreArgs {
   const float* st;
   const float* bias;
@@ -284,22 +285,46 @@ struct ScoreArgs {
   float scale2;
   bool has_mask, need_causal;
 };
+template <int kKeys = 1>
 HWY_INLINE VF Score(DF d, const ScoreArgs& a, const VF& scale2, const VF& lim, int64_t j,
                     int64_t off) {
   VF x = hn::Mul(hn::LoadU(d, a.st + j * a.bq + off), scale2);
   if (a.has_mask) x = hn::Add(x, hn::LoadU(d, a.bias + j * a.bq + off));
   if (a.need_causal) {
-    const VF jv = hn::Set(d, static_cast<float>(a.j0 + j));
+    VF jv = hn::Set(d, static_cast<float>(a.j0 + j));
+    if constexpr (kKeys == 2) {  // the upper half's key is the next one
+      const size_t half = hn::Lanes(d) / 2;
+      jv = hn::Add(jv, hn::IfThenZeroElse(hn::FirstN(d, half), hn::Set(d, 1.0f)));
+    }
     x = hn::IfThenElse(hn::Gt(jv, lim), hn::Set(d, -std::numeric_limits<float>::infinity()), x);
   }
   return x;
 }
 
+// The vector with its halves swapped: with two keys a vector, each row's other lane.
+HWY_INLINE VF SwapHalves(DF d, VF v) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  return v;  // one lane never holds two keys
+#else
+  return hn::ConcatLowerUpper(d, v, v);
+#endif
+}
+
+// A vector of two keys whose second is past the tile's end: its half -inf.
+HWY_INLINE VF FirstKeyOnly(DF d, VF x) {
+  return hn::IfThenElse(hn::FirstN(d, hn::Lanes(d) / 2), x,
+                        hn::Set(d, -std::numeric_limits<float>::infinity()));
+}
+
 // Online softmax, first pass over one S^T tile of nk keys: the new running max m, the shift
 // m_use the probabilities take (0 for rows that saw no key yet, so that exp2(-inf - m_use) is
 // 0, not NaN), and the rescale factor alpha = 2^(m_old - m_use).
-template <int NR>
+// kKeys 2: two keys a vector (ScoreArgs); every lane pair (r, r + N/2) is one row, and gets
+// one max.
+template <int NR, int kKeys = 1>
 HWY_INLINE void SoftmaxMax(const BlockBuffers& buf, const ScoreArgs& a, int64_t nk) {
+  static_assert(kKeys == 1 || (kKeys == 2 && NR == 1), "two keys a vector: one vector of rows");
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -309,13 +334,18 @@ HWY_INLINE void SoftmaxMax(const BlockBuffers& buf, const ScoreArgs& a, int64_t 
     const VF lim = hn::LoadU(d, buf.lim + off);
     const VF m_old = hn::LoadU(d, buf.m + off);
     VF mx0 = m_old, mx1 = m_old;
+    constexpr int64_t kStep = 2 * kKeys;
     int64_t j = 0;
-    for (; j + 2 <= nk; j += 2) {
-      mx0 = hn::Max(mx0, Score(d, a, scale2, lim, j, off));
-      mx1 = hn::Max(mx1, Score(d, a, scale2, lim, j + 1, off));
+    for (; j + kStep <= nk; j += kStep) {
+      mx0 = hn::Max(mx0, Score<kKeys>(d, a, scale2, lim, j, off));
+      mx1 = hn::Max(mx1, Score<kKeys>(d, a, scale2, lim, j + kKeys, off));
     }
-    if (j < nk) mx0 = hn::Max(mx0, Score(d, a, scale2, lim, j, off));
-    const VF mx = hn::Max(mx0, mx1);
+    for (; j + kKeys <= nk; j += kKeys) mx0 = hn::Max(mx0, Score<kKeys>(d, a, scale2, lim, j, off));
+    VF mx = hn::Max(mx0, mx1);
+    if constexpr (kKeys == 2) {
+      if (j < nk) mx = hn::Max(mx, FirstKeyOnly(d, Score<kKeys>(d, a, scale2, lim, j, off)));
+      mx = hn::Max(mx, SwapHalves(d, mx));  // the row's halves: one max
+    }
     const VF m_use = hn::IfThenZeroElse(hn::Eq(mx, neg_inf), mx);
     hn::StoreU(mx, d, buf.m + off);
     hn::StoreU(m_use, d, buf.m_use + off);
@@ -324,7 +354,9 @@ HWY_INLINE void SoftmaxMax(const BlockBuffers& buf, const ScoreArgs& a, int64_t 
 }
 
 // Second pass: P^T[j] = 2^(x_j - m_use) in place of the scores; l = l * alpha + sum_j P^T[j].
-template <int NR>
+// kKeys 2: as SoftmaxMax; each lane of l then sums the keys of its half, and the block's end
+// adds the halves (RunBlock).
+template <int NR, int kKeys = 1>
 HWY_INLINE void SoftmaxExp(const BlockBuffers& buf, const ScoreArgs& a, int64_t nk) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -334,19 +366,22 @@ HWY_INLINE void SoftmaxExp(const BlockBuffers& buf, const ScoreArgs& a, int64_t 
     const VF lim = hn::LoadU(d, buf.lim + off);
     const VF m_use = hn::LoadU(d, buf.m_use + off);
     VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+    const auto p_at = [&](int64_t j, VF x) HWY_ATTR {
+      const VF p = Exp2F(d, hn::Sub(x, m_use));
+      hn::StoreU(p, d, buf.st + j * a.bq + off);
+      return p;
+    };
+    constexpr int64_t kStep = 2 * kKeys;
     int64_t j = 0;
-    for (; j + 2 <= nk; j += 2) {
-      const VF p0 = Exp2F(d, hn::Sub(Score(d, a, scale2, lim, j, off), m_use));
-      const VF p1 = Exp2F(d, hn::Sub(Score(d, a, scale2, lim, j + 1, off), m_use));
-      hn::StoreU(p0, d, buf.st + j * a.bq + off);
-      hn::StoreU(p1, d, buf.st + (j + 1) * a.bq + off);
-      sum0 = hn::Add(sum0, p0);
-      sum1 = hn::Add(sum1, p1);
+    for (; j + kStep <= nk; j += kStep) {
+      sum0 = hn::Add(sum0, p_at(j, Score<kKeys>(d, a, scale2, lim, j, off)));
+      sum1 = hn::Add(sum1, p_at(j + kKeys, Score<kKeys>(d, a, scale2, lim, j + kKeys, off)));
     }
-    if (j < nk) {
-      const VF p0 = Exp2F(d, hn::Sub(Score(d, a, scale2, lim, j, off), m_use));
-      hn::StoreU(p0, d, buf.st + j * a.bq + off);
-      sum0 = hn::Add(sum0, p0);
+    for (; j + kKeys <= nk; j += kKeys)
+      sum0 = hn::Add(sum0, p_at(j, Score<kKeys>(d, a, scale2, lim, j, off)));
+    if constexpr (kKeys == 2) {
+      if (j < nk)
+        sum0 = hn::Add(sum0, p_at(j, FirstKeyOnly(d, Score<kKeys>(d, a, scale2, lim, j, off))));
     }
     const VF alpha = hn::LoadU(d, buf.alpha + off);
     hn::StoreU(hn::MulAdd(hn::LoadU(d, buf.l + off), alpha, hn::Add(sum0, sum1)), d, buf.l + off);
@@ -604,6 +639,12 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     }
   }
   const float min_lim = lims.min, max_lim = lims.max;
+  // Decoding few rows (at most half a vector): two keys a vector of scores, one a half, so that
+  // the softmax's exps fill every lane (ScoreArgs); the scores' stride is then half a vector,
+  // and each row's limit is in both halves.
+  const bool two_keys = dot && N >= 2 && 2 * nrows <= N;
+  const int64_t ls = two_keys ? N / 2 : bq;
+  if (two_keys) std::copy(buf.lim, buf.lim + N / 2, buf.lim + N / 2);
 
   const KvRange kv = KvRangeOf(p, plan, split, max_lim);
   InitAccumulators(plan, buf);
@@ -656,7 +697,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
     if (bf16_rows) {
       const auto* kb = reinterpret_cast<const uint16_t*>(kbase) + j0 * p.k.stride[2];
       vb = reinterpret_cast<const uint16_t*>(vbase) + j0 * p.v.stride[2];
-      QKDotBf16(dp_dot, nrows, bq, nk, kb, p.k.stride[2], q16, buf.qr, dp, D, buf.st, v_rows);
+      QKDotBf16(dp_dot, nrows, ls, nk, kb, p.k.stride[2], q16, buf.qr, dp, D, buf.st, v_rows);
     } else if (dot) {
       // Decoding: K rows streamed as they lie (or converted), V rows likewise.
       const float* ka;
@@ -671,7 +712,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
         ka = buf.kbuf;
         k_rs = D;
       }
-      QKDot(nrows, bq, nk, ka, k_rs, buf.qr, dp, D, buf.st, v_rows);
+      QKDot(nrows, ls, nk, ka, k_rs, buf.qr, dp, D, buf.st, v_rows);
       if (v_direct) {
         va = reinterpret_cast<const float*>(vbase) + j0 * p.v.stride[2];
         v_rs = p.v.stride[2];
@@ -693,27 +734,35 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
       key0 = j0 - pn.base;
     }
 
-    if (has_mask) MaskTile(p, buf.mask_off, nrows, bq, j0, nk, buf.bias);
+    if (has_mask) MaskTile(p, buf.mask_off, nrows, ls, j0, nk, buf.bias);
     const ScoreArgs sa{
-        buf.st, buf.bias, bq, j0, scale2, has_mask, static_cast<float>(j0 + nk - 1) > min_lim};
-    SoftmaxMax<NR>(buf, sa, nk);
-    SoftmaxExp<NR>(buf, sa, nk);
+        buf.st, buf.bias, ls, j0, scale2, has_mask, static_cast<float>(j0 + nk - 1) > min_lim};
+    if (two_keys) {
+      SoftmaxMax<1, 2>(buf, sa, nk);
+      SoftmaxExp<1, 2>(buf, sa, nk);
+    } else {
+      SoftmaxMax<NR>(buf, sa, nk);
+      SoftmaxExp<NR>(buf, sa, nk);
+    }
 
     // O = alpha O + P V_blk
     if (v_pairs) {
-      TilePVRows<DType::kBF16, true>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk,
+      TilePVRows<DType::kBF16, true>(pv_rows, dvp / N, buf.st, ls, vb, p.v.stride[2], 0, 0, nk,
                                      buf.o, dvp, buf.alpha, next_k);
     } else if (bf16_rows) {
-      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, bq, vb, p.v.stride[2], 0, 0, nk, buf.o,
+      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, ls, vb, p.v.stride[2], 0, 0, nk, buf.o,
                                dvp, buf.alpha, next_k);
     } else {
-      TilePVRows(pv_rows, dvp / N, buf.st, bq, va, v_rs, panel_keys, key0, nk, buf.o, dvp,
+      TilePVRows(pv_rows, dvp / N, buf.st, ls, va, v_rs, panel_keys, key0, nk, buf.o, dvp,
                  buf.alpha, next_k);
     }
   }
 
   if (v_pairs) {
     for (int64_t i = 0; i < nrows; ++i) FromPairOrder(buf.o + i * dvp, dvp);
+  }
+  if (two_keys) {  // each half of l summed its keys (SoftmaxExp)
+    for (int64_t i = 0; i < N / 2; ++i) buf.l[i] += buf.l[N / 2 + i];
   }
   FinishBlock(p, plan, b, hk, rb, buf, partial);
 }
