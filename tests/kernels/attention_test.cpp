@@ -64,8 +64,7 @@ TEST_P(PerTarget, MatchesEagerAndRunsOnTheTarget) {
       // kKeys): the second key's causal limit, a mask, and odd tails of keys.
       {"decode_q2_causal_mask", 1, 4, 2, 2, 204, 64, true, DType::kF32, MaskType::kBool},
       {"decode_q3_causal_tail", 1, 2, 2, 3, 193, 64, true, DType::kF32},
-      {"decode_mha_q2_additive_bf16", 1, 3, 3, 2, 97, 64, true, DType::kBF16,
-       MaskType::kAdditive},
+      {"decode_mha_q2_additive_bf16", 1, 3, 3, 2, 97, 64, true, DType::kBF16, MaskType::kAdditive},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -358,6 +358,7 @@ HWY_INLINE void SoftmaxMax(const BlockBuffers& buf, const ScoreArgs& a, int64_t 
 // adds the halves (RunBlock).
 template <int NR, int kKeys = 1>
 HWY_INLINE void SoftmaxExp(const BlockBuffers& buf, const ScoreArgs& a, int64_t nk) {
+  static_assert(kKeys == 1 || (kKeys == 2 && NR == 1), "two keys a vector: one vector of rows");
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF scale2 = hn::Set(d, a.scale2);
