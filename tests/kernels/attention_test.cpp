@@ -55,6 +55,9 @@ TEST_P(PerTarget, MatchesEagerAndRunsOnTheTarget) {
       {"decode_split", 1, 4, 1, 1, 1024, 64, false, DType::kF32},
       {"bf16", 1, 2, 1, 64, 100, 128, true, DType::kBF16},
       {"f16", 1, 2, 2, 33, 33, 96, false, DType::kF16, MaskType::kAdditive},
+      // Q^T and K's panel tiles by squares of a vector's lanes, with columns left over and a
+      // last tile of fewer keys than a tile holds.
+      {"f32_d20_tails", 1, 4, 2, 37, 41, 20, true, DType::kF32},
       // Decoding's dot-product tiles for 1, 2, 4 and 8 rows, with block tails that leave every
       // narrower tile some keys (TreeKeys, then one tree, then single keys).
       {"decode_gqa8_bf16", 1, 8, 1, 1, 301, 128, false, DType::kBF16},
