@@ -772,14 +772,15 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
 
     // O = alpha O + P V_blk
     if (v_pairs) {
-      TilePVRows<DType::kBF16, true>(pv_rows, dvp / N, buf.st, ls, vb, p.v.stride[2], 0, 0, nk,
-                                     buf.o, dvp, buf.alpha, next_k);
+      TilePVRows<DType::kBF16, true>(pv_rows, dvp / N, buf.st, ls, vb, p.v.stride[2], nk, buf.o,
+                                     dvp, buf.alpha, next_k);
     } else if (bf16_rows) {
-      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, ls, vb, p.v.stride[2], 0, 0, nk, buf.o,
-                               dvp, buf.alpha, next_k);
+      TilePVRows<DType::kBF16>(pv_rows, dvp / N, buf.st, ls, vb, p.v.stride[2], nk, buf.o, dvp,
+                               buf.alpha, next_k);
+    } else if (panel_keys > 0) {
+      TilePVPanels(pv_rows, dvp / N, buf.st, ls, va, panel_keys, key0, nk, buf.o, dvp, buf.alpha);
     } else {
-      TilePVRows(pv_rows, dvp / N, buf.st, ls, va, v_rs, panel_keys, key0, nk, buf.o, dvp,
-                 buf.alpha, next_k);
+      TilePVRows(pv_rows, dvp / N, buf.st, ls, va, v_rs, nk, buf.o, dvp, buf.alpha, next_k);
     }
   }
 

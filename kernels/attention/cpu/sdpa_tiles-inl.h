@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/simd-inl.h"
 #include "cpu/problem.hpp"
@@ -355,15 +356,33 @@ constexpr int WideVecs(int mr) {
   return mr >= kPvRows ? kPvVecs : std::min(8, kPvRows * kPvVecs / mr);
 }
 
-// MR query rows over all `vecs` head_dim vectors, chunk by chunk (ChunkVecs). V is either
-// rows ldv apart (chunk n at v + n * N), or, when panel_keys > 0, the per-head panels (see
-// Panels): chunk n at v + n * N * panel_keys, its rows one chunk wide, key0 the block's first
-// key within the panels. `next`: asked for alongside V's rows as they lie (Companion). kPairs:
-// bf16 rows as they lie read as pairs (TilePV; vecs even), in chunks of whole pairs.
+// f(std::integral_constant<int, MR>(), r) for the groups of MR rows from row r that P.V's
+// tiles take: kPvRows rows at a time, then 4, 2 and 1.
+template <class F>
+HWY_INLINE void ForRowGroups(int64_t rows, const F& f) {
+  int64_t r = 0;
+  for (; r + kPvRows <= rows; r += kPvRows) f(std::integral_constant<int, kPvRows>(), r);
+  if constexpr (kPvRows > 4) {
+    if (r + 4 <= rows) {
+      f(std::integral_constant<int, 4>(), r);
+      r += 4;
+    }
+  }
+  if (r + 2 <= rows) {
+    f(std::integral_constant<int, 2>(), r);
+    r += 2;
+  }
+  if (r < rows) f(std::integral_constant<int, 1>(), r);
+}
+
+// MR query rows over all `vecs` head_dim vectors of V's rows as they lie (ldv apart, chunk n
+// at v + n * N), in chunks as wide as MR leaves accumulators for (WideVecs), then ChunkVecs'.
+// `next`: asked for alongside V's rows (Companion). kPairs: bf16 rows read as pairs (TilePV;
+// vecs even), in chunks of whole pairs.
 template <int MR, DType T, bool kPairs = false>
 HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Elem<T>* v,
-                           int64_t ldv, int64_t panel_keys, int64_t key0, int64_t depth, float* c,
-                           int64_t ldc, const float* alpha, const Companion& next) {
+                           int64_t ldv, int64_t depth, float* c, int64_t ldc, const float* alpha,
+                           const Companion& next) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
   const auto column_bytes = [N](int64_t n) {
     return n * N * static_cast<int64_t>(sizeof(Elem<T>));
@@ -378,65 +397,66 @@ HWY_INLINE void TilePVCols(int64_t vecs, const float* pt, int64_t ldp, const Ele
       TilePV<MR, 2, T, true>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
                              next.At(0, column_bytes(n)));
   } else {
-    // Rows as they lie and few queries: wider chunks, fewer passes over V.
     constexpr int kWide = WideVecs(MR);
     if constexpr (kWide > kPvVecs) {
-      if (panel_keys == 0) {
-        for (; n + kWide <= vecs; n += kWide)
-          TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
-                               next.At(0, column_bytes(n)));
-      }
+      for (; n + kWide <= vecs; n += kWide)
+        TilePV<MR, kWide, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha,
+                             next.At(0, column_bytes(n)));
     }
     while (n < vecs) {
       const int64_t nv = ChunkVecs(n, vecs);
-      const Elem<T>* vc = v + n * N;
-      int64_t lc = ldv;
       const Companion next_n = next.At(0, column_bytes(n));
-      if (panel_keys > 0) {
-        vc = v + n * N * panel_keys + key0 * nv * N;
-        lc = nv * N;
-      }
       if (nv == kPvVecs) {
-        TilePV<MR, kPvVecs, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
+        TilePV<MR, kPvVecs, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha, next_n);
       } else if (nv == 2) {
-        TilePV<MR, 2, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
+        TilePV<MR, 2, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha, next_n);
       } else {
-        TilePV<MR, 1, T>(pt, ldp, vc, lc, depth, c + n * N, ldc, alpha, next_n);
+        TilePV<MR, 1, T>(pt, ldp, v + n * N, ldv, depth, c + n * N, ldc, alpha, next_n);
       }
       n += nv;
     }
   }
 }
 
-// Rows of V are fp32, or (T bf16, decoding) the caller's bf16 rows widened in registers, as
-// pairs where kPairs (TilePVCols). The first pass over V asks for next's rows (Companion; V's
-// rows as they lie only).
+// O = alpha O + P V with V's rows as they lie: fp32, or (T bf16, decoding) the caller's bf16
+// rows widened in registers, as pairs where kPairs (TilePVCols). The first group of rows asks
+// for next's rows (Companion); the others read the same V rows again.
 template <DType T = DType::kF32, bool kPairs = false>
 HWY_INLINE void TilePVRows(int64_t rows, int64_t vecs, const float* pt, int64_t ldp,
-                           const Elem<T>* v, int64_t ldv, int64_t panel_keys, int64_t key0,
-                           int64_t depth, float* c, int64_t ldc, const float* alpha,
-                           const Companion& next = Companion{}) {
-  int64_t r = 0;
-  // Only the first group of rows asks: the others read the same V rows again.
-  auto ask = [&] { return r == 0 ? next : Companion{}; };
-  for (; r + kPvRows <= rows; r += kPvRows)
-    TilePVCols<kPvRows, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc,
-                                   ldc, alpha + r, ask());
-  if constexpr (kPvRows > 4) {
-    if (r + 4 <= rows) {
-      TilePVCols<4, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                               alpha + r, ask());
-      r += 4;
-    }
-  }
-  if (r + 2 <= rows) {
-    TilePVCols<2, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                             alpha + r, ask());
-    r += 2;
-  }
-  if (r < rows) {
-    TilePVCols<1, T, kPairs>(vecs, pt + r, ldp, v, ldv, panel_keys, key0, depth, c + r * ldc, ldc,
-                             alpha + r, ask());
+                           const Elem<T>* v, int64_t ldv, int64_t depth, float* c, int64_t ldc,
+                           const float* alpha, const Companion& next = Companion{}) {
+  ForRowGroups(rows, [&](auto mr, int64_t r) {
+    TilePVCols<decltype(mr)::value, T, kPairs>(vecs, pt + r, ldp, v, ldv, depth, c + r * ldc, ldc,
+                                               alpha + r, r == 0 ? next : Companion{});
+  });
+}
+
+// O = alpha O + P V with V from the per-head panels (Panels): chunk n at v + n * N *
+// panel_keys, its rows one chunk wide, key0 the block's first key within the panels. Chunk by
+// chunk, every group of rows while the chunk is in L1: a block's chunks lie panel_keys rows
+// apart (64 KiB for 1024 keys of two vectors), on the same L1 sets, so that a group of rows
+// going over all of them read V from L2 again (f32 causal prefill on Zen 3: P.V took 20% more
+// time than Q.K^T's equal work).
+HWY_INLINE void TilePVPanels(int64_t rows, int64_t vecs, const float* pt, int64_t ldp,
+                             const float* v, int64_t panel_keys, int64_t key0, int64_t depth,
+                             float* c, int64_t ldc, const float* alpha) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t n = 0; n < vecs;) {
+    const int64_t nv = ChunkVecs(n, vecs);
+    const float* vc = v + n * N * panel_keys + key0 * nv * N;
+    ForRowGroups(rows, [&](auto mr, int64_t r) {
+      constexpr int MR = decltype(mr)::value;
+      const float* pr = pt + r;
+      float* cr = c + r * ldc + n * N;
+      if (nv == kPvVecs) {
+        TilePV<MR, kPvVecs, DType::kF32>(pr, ldp, vc, nv * N, depth, cr, ldc, alpha + r, {});
+      } else if (nv == 2) {
+        TilePV<MR, 2, DType::kF32>(pr, ldp, vc, nv * N, depth, cr, ldc, alpha + r, {});
+      } else {
+        TilePV<MR, 1, DType::kF32>(pr, ldp, vc, nv * N, depth, cr, ldc, alpha + r, {});
+      }
+    });
+    n += nv;
   }
 }
 
