@@ -122,7 +122,7 @@ struct BlockBuffers {
   float* bias;        // [bk][bq] mask bias (log2 domain); AMX: P pairs afterwards
   float* pa;          // AMX: [bq][(bk + 32) / 32 * 16] P rows as bf16 pairs
   float* pv;          // AMX: [bq][dvp] P.V of one kv block, before it joins O
-  float* row;         // one K or V row converted to f32 (panel packing)
+  float* rows;        // a K tile's rows or one V row converted to f32 (panel packing)
   int64_t* mask_off;  // [bq] mask offsets of the block's rows
 };
 
@@ -155,7 +155,7 @@ BlockBuffers AllocBuffers(const Problem& p, const Plan& plan) {
                {&b.bias, bk * bq},
                {&b.pa, bq * pairs_max},
                {&b.pv, bq * dvp},
-               {&b.row, std::max(d, dvp)}};
+               {&b.rows, std::max(size_t{kQkRows} * d, dvp)}};
   float* mask_off = nullptr;
   size_t total = AlignUp(2 * bq);  // mask_off: bq int64
   for (const Slot& slot : slots) total += AlignUp(slot.floats);
@@ -545,9 +545,9 @@ HWY_INLINE int64_t PackKTileColumns(const float* k0, int64_t ks, int64_t live, i
 }
 
 // Packs keys [from, to) (from and to multiples of kQkRows, relative to nothing: absolute keys),
-// zeros past seq_k.
+// zeros past seq_k. rows: scratch for a tile's K rows or one V row in fp32 (BlockBuffers::rows).
 HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_t hk, Panels& pn,
-                           int64_t from, int64_t to, float* row) {
+                           int64_t from, int64_t to, float* rows) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t D = p.head_dim, DV = p.head_dim_v, dvp = plan.dvp, vecs = dvp / N;
@@ -562,34 +562,30 @@ HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_
     // K: the tile's rows, transposed.
     float* tile = pn.k.get() + (t0 - pn.base) * D;
     const int64_t live = std::clamp<int64_t>(p.seq_k - t0, 0, kQkRows);
-    int64_t c0 = 0;
+    // K's rows as they lie (fp32, unit stride), else converted into `rows`.
+    const float* k0 = rows;
+    int64_t ks = D;
     if (k_rows) {
-      const auto* k0 = reinterpret_cast<const float*>(kbase) + t0 * p.k.stride[2];
-      c0 = PackKTileColumns(k0, p.k.stride[2], live, D, tile);
+      k0 = reinterpret_cast<const float*>(kbase) + t0 * p.k.stride[2];
+      ks = p.k.stride[2];
+    } else {
+      for (int64_t r = 0; r < live; ++r)
+        LoadRow(p.dtype, kbase + (t0 + r) * p.k.stride[2] * es, p.k.stride[3], D, rows + r * D);
     }
+    const int64_t c0 = PackKTileColumns(k0, ks, live, D, tile);
     for (int64_t r = 0; c0 < D && r < kQkRows; ++r) {
-      if (r >= live) {
-        for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = 0.0f;
-        continue;
-      }
-      const float* src = row;
-      if (k_rows) {
-        src = reinterpret_cast<const float*>(kbase) + (t0 + r) * p.k.stride[2];
-      } else {
-        LoadRow(p.dtype, kbase + (t0 + r) * p.k.stride[2] * es, p.k.stride[3], D, row);
-      }
-      for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = src[c];
+      for (int64_t c = c0; c < D; ++c) tile[c * kQkRows + r] = r < live ? k0[r * ks + c] : 0.0f;
     }
     // V: each row into each column chunk.
     for (int64_t j = t0; j < t0 + kQkRows; ++j) {
-      const float* src = row;
+      const float* src = rows;
       if (j >= p.seq_k) {
-        std::fill(row, row + dvp, 0.0f);
+        std::fill(rows, rows + dvp, 0.0f);
       } else if (v_rows) {
         src = reinterpret_cast<const float*>(vbase) + j * p.v.stride[2];
       } else {
-        LoadRow(p.dtype, vbase + j * p.v.stride[2] * es, p.v.stride[3], DV, row);
-        std::fill(row + DV, row + dvp, 0.0f);
+        LoadRow(p.dtype, vbase + j * p.v.stride[2] * es, p.v.stride[3], DV, rows);
+        std::fill(rows + DV, rows + dvp, 0.0f);
       }
       for (int64_t n = 0; n < vecs;) {
         const int64_t w = ChunkVecs(n, vecs) * N;
@@ -603,7 +599,7 @@ HWY_INLINE void PackPanels(const Problem& p, const Plan& plan, int64_t b, int64_
 
 // The thread's panels holding keys [j0, j0 + nk) of head (b, hk).
 HWY_INLINE const Panels& PanelsFor(const Problem& p, const Plan& plan, int64_t b, int64_t hk,
-                                   int64_t split, int64_t j0, int64_t nk, float* row) {
+                                   int64_t split, int64_t j0, int64_t nk, float* rows) {
   static thread_local Panels pn;
   const int64_t full = (p.seq_k + kQkRows - 1) / kQkRows * kQkRows;
   const size_t bytes = static_cast<size_t>(full * (p.head_dim + plan.dvp)) * sizeof(float);
@@ -631,7 +627,7 @@ HWY_INLINE const Panels& PanelsFor(const Problem& p, const Plan& plan, int64_t b
   }
   const int64_t end = (j0 + nk + kQkRows - 1) / kQkRows * kQkRows - pn.base;
   if (end > pn.packed) {
-    PackPanels(p, plan, b, hk, pn, pn.base + pn.packed, pn.base + end, row);
+    PackPanels(p, plan, b, hk, pn, pn.base + pn.packed, pn.base + end, rows);
     pn.packed = end;
   }
   return pn;
@@ -752,7 +748,7 @@ void RunBlock(const Problem& p, const Plan& plan, int64_t b, int64_t hk, int64_t
       }
     } else {
       // Blocks of queries: K and V from the head's panels.
-      const Panels& pn = PanelsFor(p, plan, b, hk, split, j0, nk, buf.row);
+      const Panels& pn = PanelsFor(p, plan, b, hk, split, j0, nk, buf.rows);
       TileQKPanel<NR>(nk, pn.k_tile(j0, D), buf.qt, bq, D, buf.st, bq);
       va = pn.v.get();
       panel_keys = pn.keys;
