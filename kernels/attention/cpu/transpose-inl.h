@@ -1,7 +1,7 @@
 // Transposes of 32-bit words: 16x16 on AVX-512, shared by the AMX tiles (amx-inl.h: Q and P
 // into pairs) and the fp32 panels (sdpa_block-inl.h: K into its tiles); Highway 1.0.3 has no
 // cross-block shuffles of this kind, hence intrinsics, for the AVX3 targets only. And a square
-// of one vector's lanes on every target (TransposeSquare: Q^T and, on AVX2, K's tiles).
+// of one vector's lanes on every target (TransposeSquare: Q^T and K's tiles).
 // Included once per SIMD target (foreach_target), hence the toggle guard.
 #if defined(BACKPLANE_ATTENTION_CPU_TRANSPOSE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_ATTENTION_CPU_TRANSPOSE_INL_H_
