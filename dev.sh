@@ -24,10 +24,12 @@ packages=(
 )
 # And the tests: GoogleTest, Google Benchmark, LibTorch with gloo for the distributed run, and
 # Python for the oracles (torch, transformers, accelerate: tests/python/venv.sh), and clang-14
-# with its libFuzzer runtime for the fuzz targets (tests/fuzz).
+# with its libFuzzer runtime for the fuzz targets (tests/fuzz), and Bochs with what boots a
+# guest in it for the AVX-512 kernels on an emulated CPU (tests/emulated).
 test_packages=(
   libgtest-dev libbenchmark-dev libtorch-dev libgloo-dev python3 python3-venv dpkg-dev
   clang-14 libclang-rt-14-dev
+  bochs bochsbios vgabios isolinux syslinux-common xorriso busybox-static cpio
 )
 
 install_missing_packages() {
