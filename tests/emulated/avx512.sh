@@ -7,7 +7,8 @@
 #
 #   tests/emulated/avx512.sh [GTEST_FILTER]
 #
-# Environment: BUILD_DIR (default ./build), EMU_TIMEOUT (seconds, default 10800),
+# Environment: BUILD_DIR (default ./build), EMU_TIMEOUT (seconds, default 10800), EMU_BOOT_TIMEOUT
+# (seconds the guest has to reach its init, default 600),
 # EMU_CACHE (default ~/.cache/backplane/emulated), EMU_PREBUILT=1 to use the test programs as
 # they are (CTest) instead of building them, EMU_EXPECT: a test name (regex) that must be among
 # those that passed, so that a filter matching nothing is not a pass. Exit status: the tests' own (0 or 1), 124 when the
