@@ -40,6 +40,14 @@ constexpr int kPvRows = 4;
 constexpr int kPvVecs = 2;
 constexpr int kDotKeys = 2;
 #endif
+// Decoding: at most this many bytes of V rows a kv block (DefaultBlockKeys in
+// sdpa_block-inl.h). Measured on AVX2 (Zen 3); on AVX-512 it keeps the tiles' block for f32
+// and bf16 head_dim 128 (96 keys), where a smaller one has not been timed.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int64_t kDecodeBlockBytes = 48 << 10;
+#else
+constexpr int64_t kDecodeBlockBytes = 12 << 10;
+#endif
 // Blocks with at most this many query rows (decoding) take Q.K^T as dot products along
 // head_dim instead of broadcasting K: K is then streamed with full-vector loads.
 constexpr int64_t kDotMaxRows = 8;
