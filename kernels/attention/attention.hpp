@@ -96,7 +96,8 @@ struct RunInfo {
   // "f32-fma", "amx-bf16" (bf16 on AMX) or "avx512-bf16" (bf16 with vdpbf16ps: the tiles, or
   // decoding's Q.K dot products); "" for eager
   const char* tile_kernel = "";
-  int threads = 0;  // threads used
+  int threads = 0;         // threads used
+  int64_t block_keys = 0;  // keys per kv block of the sdpa kernel; 0 for eager
 };
 
 // Checks shapes, dtypes, devices, pointers, alignment and overlap without running anything.

@@ -80,6 +80,34 @@ TEST_P(PerTarget, MatchesEagerAndRunsOnTheTarget) {
   }
 }
 
+// Keys per kv block (DefaultBlockKeys): the tiles' 8 tiles of key rows (6 keys a tile on
+// AVX2/SSE4, 12 on AVX-512), and for decoding as many as keep a block's V rows within 12 KiB
+// on AVX2/SSE4, 48 KiB on AVX-512, a multiple of a tile and at most the tiles' block.
+TEST_P(PerTarget, BlockKeysFollowTheRule) {
+  struct Row {
+    Case c;
+    int64_t narrow, avx512;  // expected keys per block on 4-8 lane targets, on AVX-512
+  };
+  const std::vector<Row> rows = {
+      {{"prefill_f32", 1, 4, 2, 64, 64, 128, true, DType::kF32}, 48, 96},
+      {{"decode_gqa4_f32_d128", 1, 8, 2, 1, 300, 128, false, DType::kF32}, 24, 96},
+      {{"decode_gqa4_bf16_d128", 1, 8, 2, 1, 300, 128, false, DType::kBF16}, 48, 96},
+      {{"decode_f16_d64", 1, 2, 2, 1, 300, 64, false, DType::kF16}, 48, 96},
+      {{"decode_f32_d256", 1, 2, 2, 1, 300, 256, false, DType::kF32}, 12, 48},
+      {{"decode_f32_d1024", 1, 1, 1, 1, 300, 1024, false, DType::kF32}, 6, 12},
+  };
+  const bool avx512 = GetParam() <= HWY_AVX3;  // x86 targets at or above AVX3: AVX-512
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.c.name);
+    Instance in(row.c);
+    const std::vector<float> ref = run(in, Implementation::kEager);
+    RunInfo info;
+    const std::vector<float> got = run(in, Implementation::kSdpa, &info);
+    EXPECT_EQ(info.block_keys, avx512 ? row.avx512 : row.narrow);
+    EXPECT_LE(rel_error(got, ref), tolerance(row.c.dtype));
+  }
+}
+
 std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info) {
   return hwy::TargetName(info.param);
 }

@@ -97,6 +97,7 @@ void RunSdpa(const Problem& p, int threads, RunInfo* info) {
   if (info) {
     info->target = hwy::TargetName(HWY_TARGET);
     info->tile_kernel = tile_kernel;
+    info->block_keys = plan.bk;
   }
   RunAll(p, plan, threads, run_block);
 }
