@@ -41,8 +41,9 @@ constexpr int kPvVecs = 2;
 constexpr int kDotKeys = 2;
 #endif
 // Decoding: at most this many bytes of V rows a kv block (DefaultBlockKeys in
-// sdpa_block-inl.h). Measured on AVX2 (Zen 3); on AVX-512 it keeps the tiles' block for f32
-// and bf16 head_dim 128 (96 keys), where a smaller one has not been timed.
+// sdpa_block-inl.h). Measured on AVX2 (Zen 3). On AVX-512 it keeps the tiles' 96 keys for V
+// rows of up to 512 bytes (f32 head_dim 128, bf16 256), as before the rule; longer rows take
+// fewer keys there too. Smaller blocks have not been timed on AVX-512.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr int64_t kDecodeBlockBytes = 48 << 10;
 #else
