@@ -167,7 +167,7 @@ HWY_INLINE void StoreF(DF d, VF v, void* row, int64_t i) {
 // Non-temporal stores for outputs much larger than the caches: the line is written without
 // being read first (a plain store reads it: a third of the traffic of a copy). Only where the
 // stored vector is a whole 16, 32 or 64-byte register (AVX2 and AVX-512); `row` + i must be
-// aligned to it (StreamAligned). Callers end with hwy::FlushStream() on the same thread.
+// aligned to it (StreamStart). Callers end with hwy::FlushStream() on the same thread.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 constexpr bool kCanStream = true;
 #else
@@ -224,12 +224,20 @@ HWY_INLINE void StorePairF(DF d, VF v0, VF v1, void* row, int64_t i) {
   }
 }
 
-// Whether whole vectors stored from lane 0 of `row` are aligned for StreamF, StorePairF and
-// StoreTwoF (the pairs stream a whole register for every T).
+// The first lane i >= from of `row` from which whole vectors are stored aligned for StreamF,
+// StorePairF and StoreTwoF (the pairs stream a whole register for every T), or -1 where there is
+// none: a target without streaming stores, or a row not aligned to its element. Callers store the
+// lanes before i plainly: glibc's malloc places a large block 16 bytes past a page boundary, so a
+// caller's own buffer (a std::vector) seldom starts on a 64-byte line, and plain stores for the
+// whole row took 1.1-1.6x the time (silu_and_mul and RMSNorm on Zen 4, kernels/LAYERS.md).
 template <DType T>
-HWY_INLINE bool StreamAligned(DF d, const void* row) {
-  const size_t bytes = hn::Lanes(d) * sizeof(float);
-  return kCanStream && reinterpret_cast<uintptr_t>(row) % bytes == 0;
+HWY_INLINE int64_t StreamStart(DF d, const void* row, int64_t from) {
+  if (!kCanStream) return -1;
+  const uintptr_t bytes = hn::Lanes(d) * sizeof(float);
+  const uintptr_t es = dtype_size(T);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(row) + static_cast<uintptr_t>(from) * es;
+  if (at % es != 0) return -1;
+  return from + static_cast<int64_t>((bytes - at % bytes) % bytes / es);
 }
 
 // Elementwise kernels read and write rows two vectors at a time: lanes [i, i + 2N) as v0 and v1.

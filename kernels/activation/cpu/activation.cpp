@@ -32,7 +32,7 @@ using kernels::HWY_NAMESPACE::NaNs;
 using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
-using kernels::HWY_NAMESPACE::StreamAligned;
+using kernels::HWY_NAMESPACE::StreamStart;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::Ties;
 using kernels::HWY_NAMESPACE::VF;
@@ -43,13 +43,14 @@ template <Activation A, DType T>
 constexpr Ties kTiesOf = T == DType::kBF16&& A != Activation::kGelu ? Ties::kAway : Ties::kEven;
 
 // Columns [c0, c1) of one row. Every operand is of dtype T: a bfloat16 result's NaNs come from
-// bfloat16 data (NaNs::kFromBf16).
+// bfloat16 data (NaNs::kFromBf16). With `stream`, the columns from the first one whose output is
+// aligned for streaming stores (StreamStart) are streamed, two vectors at a time, and those
+// before it and the last few stored plainly.
 template <Activation A, DType T>
 HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0, int64_t c1,
                         bool stream) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = c0;
   auto y = [&](int64_t at) {
     return hn::Mul(Act<A, T>(d, LoadF<T>(d, gate, at)), LoadF<T>(d, up, at));
   };
@@ -61,11 +62,29 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
     StoreTwoF<T, decltype(stream_tag)::value, NaNs::kFromBf16, kTiesOf<A, T>>(
         d, hn::Mul(Act<A, T>(d, g0), u0), hn::Mul(Act<A, T>(d, g1), u1), out, at);
   };
-  if (stream && StreamAligned<T>(d, out) && c0 % (2 * N) == 0) {
+  auto plain = [&](int64_t i, int64_t end) {
+    for (; i + 2 * N <= end; i += 2 * N) y_two(i, std::false_type{});
+    for (; i < end; i += N) {
+      const int64_t n = std::min(N, end - i);
+      if (n == N) {
+        StoreF<T, NaNs::kFromBf16, kTiesOf<A, T>>(d, y(i), out, i);
+      } else {
+        Tail<T> gt, ut, ot;
+        const VF last = hn::Mul(Act<A, T>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
+                                LoadF<T>(d, ut.load(up, i, n), 0));
+        StoreF<T, NaNs::kFromBf16, kTiesOf<A, T>>(d, last, ot.buf, 0);
+        ot.store(out, i, n);
+      }
+    }
+  };
+  int64_t i = c0;
+  const int64_t streamed = stream ? StreamStart<T>(d, out, c0) : -1;
+  if (streamed >= 0 && streamed + 2 * N <= c1) {
+    plain(c0, streamed);
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
     const char* gate_ahead = static_cast<const char*>(gate) + kL2PrefetchBytes;
     const char* up_ahead = static_cast<const char*>(up) + kL2PrefetchBytes;
-    for (; i + 2 * N <= c1; i += 2 * N) {
+    for (i = streamed; i + 2 * N <= c1; i += 2 * N) {
       // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
       for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
         PrefetchToL2(gate_ahead + b);
@@ -74,19 +93,7 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
       y_two(i, std::true_type{});
     }
   }
-  for (; i + 2 * N <= c1; i += 2 * N) y_two(i, std::false_type{});
-  for (; i < c1; i += N) {
-    const int64_t n = std::min(N, c1 - i);
-    if (n == N) {
-      StoreF<T, NaNs::kFromBf16, kTiesOf<A, T>>(d, y(i), out, i);
-    } else {
-      Tail<T> gt, ut, ot;
-      const VF last = hn::Mul(Act<A, T>(d, LoadF<T>(d, gt.load(gate, i, n), 0)),
-                              LoadF<T>(d, ut.load(up, i, n), 0));
-      StoreF<T, NaNs::kFromBf16, kTiesOf<A, T>>(d, last, ot.buf, 0);
-      ot.store(out, i, n);
-    }
-  }
+  plain(i, c1);
 }
 
 template <Activation A, DType T>

@@ -38,8 +38,8 @@ using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::RoundTo;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
-using kernels::HWY_NAMESPACE::StreamAligned;
 using kernels::HWY_NAMESPACE::StreamF;
+using kernels::HWY_NAMESPACE::StreamStart;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
@@ -95,78 +95,100 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
 }
 
-// Lanes [at, at + 2N) of x times inv_rms (in s) and the weight, stored in out in LoadTwoF's order.
-// `weight_two`: for bfloat16, the weight's first n - n % 2N elements as float32 in LoadTwoF's
-// order (WeightTwo); unused for other dtypes.
+// The weight as the scaling loops read it. Lanes from `pairs_from` on are taken two vectors at a
+// time (ScaleTwo), the lanes before it one at a time: pairs_from is where a row's output first
+// lines up for streaming stores (StreamStart), 0 for outputs that start on a line, up to one
+// register less one lane for a caller's malloc'd buffer. `two`: for bfloat16, the weight as
+// float32 in LoadTwoF's order of the pairs from pairs_from (WeightTwo), converted once for every
+// row; unused for other dtypes. Passed by value: a copy the stores cannot alias, so its fields
+// stay in registers through the loops.
+struct Weight {
+  const void* data = nullptr;
+  const float* two = nullptr;
+  int64_t pairs_from = 0;
+};
+
+// Lanes [at, at + 2N) of x times inv_rms (in s) and the weight, stored in out in LoadTwoF's order;
+// at is pairs_from plus a multiple of 2N.
 template <DType T, bool kStream>
-HWY_INLINE void ScaleTwo(DF d, const void* x, const void* weight, const float* weight_two, VF s,
-                         void* out, int64_t at) {
+HWY_INLINE void ScaleTwo(DF d, const void* x, Weight w, VF s, void* out, int64_t at) {
   VF x0, x1, w0, w1;
   LoadTwoF<T>(d, x, at, x0, x1);
   if constexpr (T == DType::kBF16) {
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-    w0 = hn::LoadU(d, weight_two + at);
-    w1 = hn::LoadU(d, weight_two + at + N);
+    w0 = hn::LoadU(d, w.two + at);
+    w1 = hn::LoadU(d, w.two + at + N);
   } else {
-    (void)weight_two;
-    LoadTwoF<T>(d, weight, at, w0, w1);
+    LoadTwoF<T>(d, w.data, at, w0, w1);
   }
   StoreTwoF<T, kStream, NaNs::kFromBf16>(d, hn::Mul(hn::Mul(x0, s), w0),
                                          hn::Mul(hn::Mul(x1, s), w1), out, at);
 }
 
+// Lanes [from, to) of x times inv_rms and the weight, into out: pairs from `from` (pairs_from
+// plus a multiple of 2N, or a span shorter than 2N), streamed where `stream` and out + from is on
+// a line; then single vectors. `next_row` (or none) is prefetched into L1 alongside the streamed
+// pairs.
 template <DType T>
-HWY_INLINE void Scale(const void* x, const void* weight, const float* weight_two, float inv_rms,
-                      void* out, int64_t n, bool stream, const char* next_row) {
+HWY_INLINE void ScaleRange(const void* x, Weight w, float inv_rms, void* out, int64_t from,
+                           int64_t to, bool stream, const char* next_row) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF s = hn::Set(d, inv_rms);
-  int64_t i = 0;
+  int64_t i = from;
   auto scaled = [&](int64_t at) {
-    return hn::Mul(hn::Mul(LoadF<T>(d, x, at), s), LoadF<T>(d, weight, at));
+    return hn::Mul(hn::Mul(LoadF<T>(d, x, at), s), LoadF<T>(d, w.data, at));
   };
-  auto scale_two = [&](int64_t at, auto stream_tag) {
-    ScaleTwo<T, decltype(stream_tag)::value>(d, x, weight, weight_two, s, out, at);
-  };
-  if (stream && StreamAligned<T>(d, out)) {
+  if (stream && StreamStart<T>(d, out, from) == from) {
     const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
-    for (; i + 2 * N <= n; i += 2 * N) {
+    for (; i + 2 * N <= to; i += 2 * N) {
       if (next_row) {
         for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) hwy::Prefetch(next_row + b);
       }
-      scale_two(i, std::true_type{});
+      ScaleTwo<T, true>(d, x, w, s, out, i);
     }
   }
-  for (; i + 2 * N <= n; i += 2 * N) scale_two(i, std::false_type{});
-  for (; i + N <= n; i += N) StoreF<T>(d, scaled(i), out, i);
-  if (i < n) {
+  for (; i + 2 * N <= to; i += 2 * N) ScaleTwo<T, false>(d, x, w, s, out, i);
+  for (; i + N <= to; i += N) StoreF<T>(d, scaled(i), out, i);
+  if (i < to) {
     Tail<T> xt, wt, ot;
-    const VF v = hn::Mul(hn::Mul(LoadF<T>(d, xt.load(x, i, n - i), 0), s),
-                         LoadF<T>(d, wt.load(weight, i, n - i), 0));
+    const VF v = hn::Mul(hn::Mul(LoadF<T>(d, xt.load(x, i, to - i), 0), s),
+                         LoadF<T>(d, wt.load(w.data, i, to - i), 0));
     StoreF<T>(d, v, ot.buf, 0);
-    ot.store(out, i, n - i);
+    ot.store(out, i, to - i);
   }
 }
 
-// A bfloat16 weight, read by every row, converted once: what Scale's weight_two expects.
+// A whole n-lane row of x times inv_rms and the weight, into out.
 template <DType T>
-hwy::AlignedFreeUniquePtr<float[]> WeightTwo(const Problem& p) {
-  if constexpr (T != DType::kBF16) {
-    (void)p;
-    return nullptr;
-  } else {
+HWY_INLINE void Scale(const void* x, Weight w, float inv_rms, void* out, int64_t n, bool stream,
+                      const char* next_row) {
+  const int64_t head = std::min(w.pairs_from, n);
+  ScaleRange<T>(x, w, inv_rms, out, 0, head, false, nullptr);
+  ScaleRange<T>(x, w, inv_rms, out, head, n, stream, next_row);
+}
+
+// The weight's pairs from `pairs_from` as Scale reads them: for bfloat16, converted to float32
+// once, in LoadTwoF's order.
+template <DType T>
+Weight WeightFor(const Problem& p, int64_t pairs_from, hwy::AlignedFreeUniquePtr<float[]>& two) {
+  Weight w;
+  w.data = p.weight;
+  w.pairs_from = pairs_from;
+  if constexpr (T == DType::kBF16) {
     const DF d;
     const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-    auto w = hwy::AllocateAligned<float>(static_cast<size_t>(p.hidden));
-    if (!w) throw std::bad_alloc();
-    for (int64_t at = 0; at + 2 * N <= p.hidden; at += 2 * N) {
+    two = hwy::AllocateAligned<float>(static_cast<size_t>(p.hidden));
+    if (!two) throw std::bad_alloc();
+    for (int64_t at = pairs_from; at + 2 * N <= p.hidden; at += 2 * N) {
       VF w0, w1;
       LoadTwoF<T>(d, p.weight, at, w0, w1);
-      hn::StoreU(w0, d, w.get() + at);
-      hn::StoreU(w1, d, w.get() + at + N);
+      hn::StoreU(w0, d, two.get() + at);
+      hn::StoreU(w1, d, two.get() + at + N);
     }
-    return w;
+    w.two = two.get();
   }
+  return w;
 }
 
 // Adds the squares of lanes [at, at + 2N) of a row into a0 and a1. For bfloat16 where the CPU
@@ -224,25 +246,34 @@ HWY_INLINE float OverlappedSquares(const char* x, int64_t n) {
   return sum;
 }
 
-// Lanes [0, FourVectorLanes(n)) of row x scaled into out, while the same lanes of the next row
-// are squared and those of `later` (or none) are prefetched into L2; returns the squares' sum.
+// The lanes of an n-wide row that ScaleWithNext scales: from pairs_from, four vectors at a time.
+HWY_INLINE int64_t OverlappedScaleEnd(Weight w, int64_t n) {
+  return n < w.pairs_from ? w.pairs_from : w.pairs_from + FourVectorLanes(n - w.pairs_from);
+}
+
+// Lanes [pairs_from, OverlappedScaleEnd) of row x scaled into out, while lanes
+// [0, FourVectorLanes(n)) of the next row are squared and those of `later` (or none) are
+// prefetched into L2; returns the squares' sum. The squares keep their blocks from lane 0 (the
+// sum's order, OverlappedSquares); the products start where the output lines up, so with a
+// pairs_from past 0 the last block squares without scaling.
 template <DType T, bool kStream>
-HWY_INLINE float ScaleWithNext(const void* x, const void* weight, const float* weight_two,
-                               float inv_rms, void* out, int64_t n, const void* next_x,
-                               const char* later) {
+HWY_INLINE float ScaleWithNext(const void* x, Weight w, float inv_rms, void* out, int64_t n,
+                               const void* next_x, const char* later) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const VF s = hn::Set(d, inv_rms);
   VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  const int64_t m = FourVectorLanes(n);
+  const int64_t m = FourVectorLanes(n), scaled = OverlappedScaleEnd(w, n) - w.pairs_from;
   for (int64_t i = 0; i < m; i += 4 * N) {
     if (later) {
       for (int64_t b = i * es; b < (i + 4 * N) * es; b += 64) PrefetchToL2(later + b);
     }
     AddSquaresFour<T>(d, next_x, i, a0, a1, a2, a3);
-    ScaleTwo<T, kStream>(d, x, weight, weight_two, s, out, i);
-    ScaleTwo<T, kStream>(d, x, weight, weight_two, s, out, i + 2 * N);
+    if (i < scaled) {
+      ScaleTwo<T, kStream>(d, x, w, s, out, w.pairs_from + i);
+      ScaleTwo<T, kStream>(d, x, w, s, out, w.pairs_from + i + 2 * N);
+    }
   }
   return SumOfSums(d, a0, a1, a2, a3);
 }
@@ -261,10 +292,9 @@ HWY_INLINE float InvRms(float sum_of_squares, const Problem& p) {
 // no prefetch at all; into L2, one row ahead, it took about 10% more off in four comparisons of
 // 9-15 rounds and added 7% in a fifth.
 template <DType T>
-void NormRowsOverlapped(const Problem& p, const float* weight_two, int64_t begin, int64_t end,
-                        bool stream) {
+void NormRowsOverlapped(const Problem& p, Weight w, int64_t begin, int64_t end, bool stream) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
-  const int64_t n = p.hidden, m = FourVectorLanes(n);
+  const int64_t n = p.hidden, m = FourVectorLanes(n), scaled_end = OverlappedScaleEnd(w, n);
   auto row = [&](const kernels::Rows& t, int64_t r) { return t.data + t.offset(r) * es; };
   float sum = OverlappedSquares<T>(row(p.input, begin), n);
   for (int64_t r = begin; r < end; ++r) {
@@ -272,26 +302,23 @@ void NormRowsOverlapped(const Problem& p, const float* weight_two, int64_t begin
     const char* x = row(p.input, r);
     char* out = row(p.output, r);
     if (r + 1 == end) {
-      Scale<T>(x, p.weight, weight_two, inv_rms, out, n, stream, nullptr);
+      Scale<T>(x, w, inv_rms, out, n, stream, nullptr);
       break;
     }
     const char* next_x = row(p.input, r + 1);
     const char* later = r + 2 < end ? row(p.input, r + 2) : nullptr;
-    sum = stream && StreamAligned<T>(DF(), out)
-              ? ScaleWithNext<T, true>(x, p.weight, weight_two, inv_rms, out, n, next_x, later)
-              : ScaleWithNext<T, false>(x, p.weight, weight_two, inv_rms, out, n, next_x, later);
-    if (m < n) {
-      Scale<T>(x + m * es, static_cast<const char*>(p.weight) + m * es,
-               weight_two ? weight_two + m : nullptr, inv_rms, out + m * es, n - m, stream,
-               nullptr);
-      sum += SumSquares<T, false>(next_x + m * es, nullptr, n - m);
-    }
+    sum = stream && StreamStart<T>(DF(), out, w.pairs_from) == w.pairs_from
+              ? ScaleWithNext<T, true>(x, w, inv_rms, out, n, next_x, later)
+              : ScaleWithNext<T, false>(x, w, inv_rms, out, n, next_x, later);
+    ScaleRange<T>(x, w, inv_rms, out, 0, std::min(w.pairs_from, n), false, nullptr);
+    ScaleRange<T>(x, w, inv_rms, out, scaled_end, n, stream, nullptr);
+    if (m < n) sum += SumSquares<T, false>(next_x + m * es, nullptr, n - m);
   }
   if (stream) hwy::FlushStream();
 }
 
 template <DType T, bool kResidual>
-void NormRows(const Problem& p, const float* weight_two, int64_t begin, int64_t end, bool stream) {
+void NormRows(const Problem& p, Weight w, int64_t begin, int64_t end, bool stream) {
   const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
   const int64_t ahead = std::max<int64_t>(1, kPrefetchBytes / (p.hidden * es));
   for (int64_t r = begin; r < end; ++r) {
@@ -300,7 +327,7 @@ void NormRows(const Problem& p, const float* weight_two, int64_t begin, int64_t 
     char* out = p.output.data + p.output.offset(r) * es;
     const float inv_rms = InvRms(SumSquares<T, kResidual>(x, residual, p.hidden), p);
     const char* next = r + ahead < end ? p.input.data + p.input.offset(r + ahead) * es : nullptr;
-    Scale<T>(kResidual ? residual : x, p.weight, weight_two, inv_rms, out, p.hidden, stream, next);
+    Scale<T>(kResidual ? residual : x, w, inv_rms, out, p.hidden, stream, next);
   }
   if (stream) hwy::FlushStream();
 }
@@ -313,14 +340,18 @@ void RunTyped(const Problem& p) {
   const bool stream = p.output.data != p.input.data &&
                       p.rows * p.hidden * static_cast<int64_t>(kernels::dtype_size(T)) >=
                           kernels::HWY_NAMESPACE::kStreamBytes;
-  const hwy::AlignedFreeUniquePtr<float[]> weight_two = WeightTwo<T>(p);
+  // The pairs start where the first row's output lines up for streaming stores; rows of other
+  // alignments (a row stride off the register size) store plainly with the same pairs.
+  const int64_t lined_up = stream ? StreamStart<T>(DF(), p.output.data, 0) : -1;
+  hwy::AlignedFreeUniquePtr<float[]> weight_two;
+  const Weight w = WeightFor<T>(p, std::max<int64_t>(lined_up, 0), weight_two);
   kernels::parallel_ranges(p.rows, row_bytes, [&](int64_t begin, int64_t end) {
     if (p.residual.data) {
-      NormRows<T, true>(p, weight_two.get(), begin, end, stream);
+      NormRows<T, true>(p, w, begin, end, stream);
     } else if constexpr (T != DType::kF32) {
-      NormRowsOverlapped<T>(p, weight_two.get(), begin, end, stream);
+      NormRowsOverlapped<T>(p, w, begin, end, stream);
     } else {
-      NormRows<T, false>(p, weight_two.get(), begin, end, stream);
+      NormRows<T, false>(p, w, begin, end, stream);
     }
   });
 }

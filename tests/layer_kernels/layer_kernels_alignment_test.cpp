@@ -1,0 +1,109 @@
+// Outputs at any alignment. The CPU layer kernels stream a large output with non-temporal stores
+// from the first lane whose address lines up with a register (StreamStart, common/simd-inl.h) and
+// store the lanes before it plainly; RMSNorm's bfloat16 weight is converted for the pairs that
+// start there. A caller's own buffer seldom starts on a line (glibc's malloc puts a large block 16
+// bytes past a page), so each case runs into an output that does and again into the same values'
+// output shifted by a few elements, over the streaming threshold (8 MiB), with rows whose length
+// is not a whole number of registers too (each row then starts at a different alignment): the
+// bits must not change.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "activation/activation.hpp"
+#include "per_target.hpp"
+#include "rmsnorm/rmsnorm.hpp"
+#include "torch_dlpack.hpp"
+
+namespace backplane {
+namespace {
+
+using testing::dtype_label;
+using testing::kDTypes;
+using testing::PerTarget;
+using testing::TorchView;
+
+// Elements the shifted outputs start past a 64-byte line: 4 and 32 bytes for float32, 2 and 16
+// for the 16-bit types (16: where malloc's large blocks start).
+const int64_t kShifts[] = {1, 8};
+
+// Each shape's output is at least 8 MiB in every dtype; the second's rows are an odd length.
+const std::vector<int64_t> kShapes[] = {{2048, 2048}, {2100, 2047}};
+
+// A [rows, cols] tensor of dtype whose data starts `shift` elements past a 64-byte line.
+at::Tensor shifted_empty(int64_t rows, int64_t cols, at::ScalarType dtype, int64_t shift) {
+  const at::Tensor block = at::empty({rows * cols + 64}, at::TensorOptions().dtype(dtype));
+  const auto start = reinterpret_cast<std::uintptr_t>(block.data_ptr());
+  const int64_t to_line = static_cast<int64_t>((64 - start % 64) % 64) / block.element_size();
+  return block.narrow(0, to_line + shift, rows * cols).view({rows, cols});
+}
+
+std::string shift_label(at::ScalarType dtype, int64_t shift) {
+  return dtype_label(dtype) + ", output " + std::to_string(shift) + " elements past a line";
+}
+
+TEST_P(PerTarget, RmsNormOutputsAtAnyAlignmentGiveTheSameBits) {
+  for (const std::vector<int64_t>& shape : kShapes) {
+    for (at::ScalarType dtype : kDTypes) {
+      for (bool residual : {false, true}) {
+        const at::Tensor x = at::randn(shape).to(dtype);
+        const at::Tensor w = at::randn({shape[1]}).to(dtype);
+        const at::Tensor res = at::randn(shape).to(dtype);
+        auto run = [&](int64_t shift, at::Tensor* res_after) {
+          const at::Tensor out = shifted_empty(shape[0], shape[1], dtype, shift);
+          *res_after = res.clone();
+          const TorchView xv(x), wv(w), ov(out), rv(*res_after);
+          rmsnorm::Tensors t;
+          t.input = xv;
+          t.weight = wv;
+          t.output = ov;
+          if (residual) t.residual = rv;
+          const kernels::Status s = rmsnorm::forward_cpu(t, 1e-6);
+          EXPECT_TRUE(s.ok()) << s.message;
+          return out;
+        };
+        at::Tensor res_lined_up;
+        const at::Tensor lined_up = run(0, &res_lined_up);
+        for (int64_t shift : kShifts) {
+          SCOPED_TRACE("rms_norm " + c10::str(at::IntArrayRef(shape)) +
+                       (residual ? " +residual, " : ", ") + shift_label(dtype, shift));
+          at::Tensor res_shifted;
+          EXPECT_TRUE(at::equal(run(shift, &res_shifted), lined_up));
+          if (residual) {
+            EXPECT_TRUE(at::equal(res_shifted, res_lined_up));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PerTarget, GatedActivationOutputsAtAnyAlignmentGiveTheSameBits) {
+  for (const std::vector<int64_t>& shape : kShapes) {
+    for (at::ScalarType dtype : kDTypes) {
+      const at::Tensor x = (at::randn({shape[0], 2 * shape[1]}) * 4).to(dtype);
+      for (activation::Activation a : {activation::Activation::kSilu, activation::Activation::kGelu,
+                                       activation::Activation::kGeluTanh}) {
+        auto run = [&](int64_t shift) {
+          const at::Tensor out = shifted_empty(shape[0], shape[1], dtype, shift);
+          const TorchView xv(x), ov(out);
+          const kernels::Status s = activation::forward_cpu(a, xv, ov);
+          EXPECT_TRUE(s.ok()) << s.message;
+          return out;
+        };
+        const at::Tensor lined_up = run(0);
+        for (int64_t shift : kShifts) {
+          SCOPED_TRACE(std::string(activation::op_name(a)) + " " +
+                       c10::str(at::IntArrayRef(shape)) + ", " + shift_label(dtype, shift));
+          EXPECT_TRUE(at::equal(run(shift), lined_up));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace backplane
