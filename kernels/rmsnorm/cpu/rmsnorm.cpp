@@ -99,7 +99,7 @@ HWY_INLINE float SumSquares(const void* x, void* residual, int64_t n) {
 // time (ScaleTwo), the lanes before it one at a time: pairs_from is where a row's output first
 // lines up for streaming stores (StreamStart), 0 for outputs that start on a line, up to one
 // register less one lane for a caller's malloc'd buffer. `two`: for bfloat16, the weight as
-// float32 in LoadTwoF's order of the pairs from pairs_from (WeightTwo), converted once for every
+// float32 in LoadTwoF's order of the pairs from pairs_from (WeightFor), converted once for every
 // row; unused for other dtypes. Passed by value: a copy the stores cannot alias, so its fields
 // stay in registers through the loops.
 struct Weight {
