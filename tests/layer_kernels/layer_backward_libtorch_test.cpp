@@ -44,12 +44,14 @@ struct NormCase {
 };
 
 const NormCase kNormCases[] = {
-    {{1, 1}, false, NormCase::kCompact},        {{1, 7}, false, NormCase::kCompact},
-    {{3, 17}, false, NormCase::kCompact},       {{5, 4096}, false, NormCase::kCompact},
-    {{257, 33}, false, NormCase::kCompact},     {{1000, 256}, false, NormCase::kCompact},
-    {{64, 1000}, false, NormCase::kRowPadding}, {{3, 2, 129}, false, NormCase::kPermuted},
-    {{1, 5}, true, NormCase::kCompact},         {{7, 100}, true, NormCase::kCompact},
-    {{96, 1024}, true, NormCase::kRowPadding},  {{4, 3, 65}, true, NormCase::kPermuted},
+    {{1, 1}, false, NormCase::kCompact},         {{1, 7}, false, NormCase::kCompact},
+    {{3, 17}, false, NormCase::kCompact},        {{5, 4096}, false, NormCase::kCompact},
+    {{257, 33}, false, NormCase::kCompact},      {{1000, 256}, false, NormCase::kCompact},
+    {{64, 1000}, false, NormCase::kRowPadding},  {{3, 2, 129}, false, NormCase::kPermuted},
+    {{1, 5}, true, NormCase::kCompact},          {{7, 100}, true, NormCase::kCompact},
+    {{96, 1024}, true, NormCase::kRowPadding},   {{4, 3, 65}, true, NormCase::kPermuted},
+    {{4096, 1032}, false, NormCase::kCompact},    // 8 MiB of 16-bit input gradient: streamed
+    {{2100, 2047}, true, NormCase::kRowPadding},  // streamed, rows starting at every alignment
 };
 
 // A tensor of `shape` in the case's layout (values standard normal, rounded to dtype).
@@ -266,11 +268,13 @@ struct GatedCase {
 };
 
 const GatedCase kGatedCases[] = {
-    {{1, 2}, GatedCase::kCompact},       {{1, 14}, GatedCase::kCompact},
-    {{3, 32}, GatedCase::kCompact},      {{5, 200}, GatedCase::kCompact},
-    {{300, 66}, GatedCase::kPaddedRows}, {{2, 3, 34}, GatedCase::kCompact},
-    {{3, 4, 50}, GatedCase::kPermuted},  {{4, 22016}, GatedCase::kCompact},
-    {{64, 8192}, GatedCase::kCompact},   {{128, 1026}, GatedCase::kPaddedRows},
+    {{1, 2}, GatedCase::kCompact},         {{1, 14}, GatedCase::kCompact},
+    {{3, 32}, GatedCase::kCompact},        {{5, 200}, GatedCase::kCompact},
+    {{300, 66}, GatedCase::kPaddedRows},   {{2, 3, 34}, GatedCase::kCompact},
+    {{3, 4, 50}, GatedCase::kPermuted},    {{4, 22016}, GatedCase::kCompact},
+    {{64, 8192}, GatedCase::kCompact},     {{128, 1026}, GatedCase::kPaddedRows},
+    {{512, 8192}, GatedCase::kCompact},     // 8 MiB of 16-bit input gradient: streamed
+    {{520, 8198}, GatedCase::kPaddedRows},  // as large, halves off each other's line: plain
 };
 
 // Values of `shape` in the layout (standard normal times `scale`, rounded to dtype).

@@ -1,11 +1,11 @@
-// Outputs at any alignment. The CPU layer kernels stream a large output with non-temporal stores
-// from the first lane whose address lines up with a register (StreamStart, common/simd-inl.h) and
-// store the lanes before it plainly; RMSNorm's bfloat16 weight is converted for the pairs that
-// start there. A caller's own buffer seldom starts on a line (glibc's malloc puts a large block 16
-// bytes past a page), so each case runs into an output that does and again into the same values'
-// output shifted by a few elements, over the streaming threshold (8 MiB), with rows whose length
-// is not a whole number of registers too (each row then starts at a different alignment): the
-// bits must not change.
+// Outputs at any alignment. The CPU layer kernels, forward and backward, stream a large output
+// with non-temporal stores from the first lane whose address lines up with a register
+// (StreamStart, common/simd-inl.h) and store the lanes before it plainly; RMSNorm's bfloat16
+// weight is converted for the pairs that start there. A caller's own buffer seldom starts on a
+// line (glibc's malloc puts a large block 16 bytes past a page), so each case writes into an
+// output that does and again into one shifted by a few elements, over the streaming threshold
+// (8 MiB), with rows whose length is not a whole number of registers too (each row then starts
+// at a different alignment): the bits must not change.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -42,7 +42,7 @@ at::Tensor shifted_empty(int64_t rows, int64_t cols, at::ScalarType dtype, int64
 }
 
 std::string shift_label(at::ScalarType dtype, int64_t shift) {
-  return dtype_label(dtype) + ", output " + std::to_string(shift) + " elements past a line";
+  return dtype_label(dtype) + ", written " + std::to_string(shift) + " elements past a line";
 }
 
 TEST_P(PerTarget, RmsNormOutputsAtAnyAlignmentGiveTheSameBits) {
@@ -97,6 +97,62 @@ TEST_P(PerTarget, GatedActivationOutputsAtAnyAlignmentGiveTheSameBits) {
         const at::Tensor lined_up = run(0);
         for (int64_t shift : kShifts) {
           SCOPED_TRACE(std::string(activation::op_name(a)) + " " +
+                       c10::str(at::IntArrayRef(shape)) + ", " + shift_label(dtype, shift));
+          EXPECT_TRUE(at::equal(run(shift), lined_up));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PerTarget, RmsNormInputGradientsAtAnyAlignmentGiveTheSameBits) {
+  for (const std::vector<int64_t>& shape : kShapes) {
+    for (at::ScalarType dtype : kDTypes) {
+      const at::Tensor x = at::randn(shape).to(dtype), grad = at::randn(shape).to(dtype);
+      const at::Tensor w = (at::rand({shape[1]}) + 0.5).to(dtype);
+      const at::Tensor grad_weight = at::empty({shape[1]}, x.options());
+      auto run = [&](int64_t shift) {
+        const at::Tensor grad_input = shifted_empty(shape[0], shape[1], dtype, shift);
+        const TorchView gv(grad), xv(x), wv(w), giv(grad_input), gwv(grad_weight);
+        rmsnorm::BackwardTensors t;
+        t.grad_output = gv;
+        t.input = xv;
+        t.weight = wv;
+        t.grad_input = giv;
+        t.grad_weight = gwv;
+        const kernels::Status s = rmsnorm::backward_cpu(t, 1e-6);
+        EXPECT_TRUE(s.ok()) << s.message;
+        return grad_input;
+      };
+      const at::Tensor lined_up = run(0);
+      const at::Tensor weight_lined_up = grad_weight.clone();
+      for (int64_t shift : kShifts) {
+        SCOPED_TRACE("rms_norm_backward " + c10::str(at::IntArrayRef(shape)) + ", " +
+                     shift_label(dtype, shift));
+        EXPECT_TRUE(at::equal(run(shift), lined_up));
+        EXPECT_TRUE(at::equal(grad_weight, weight_lined_up));
+      }
+    }
+  }
+}
+
+TEST_P(PerTarget, GatedActivationInputGradientsAtAnyAlignmentGiveTheSameBits) {
+  for (const std::vector<int64_t>& shape : kShapes) {
+    for (at::ScalarType dtype : kDTypes) {
+      const at::Tensor x = (at::randn({shape[0], 2 * shape[1]}) * 4).to(dtype);
+      const at::Tensor grad = at::randn(shape).to(dtype);
+      for (activation::Activation a : {activation::Activation::kSilu, activation::Activation::kGelu,
+                                       activation::Activation::kGeluTanh}) {
+        auto run = [&](int64_t shift) {
+          const at::Tensor grad_input = shifted_empty(shape[0], 2 * shape[1], dtype, shift);
+          const TorchView gv(grad), xv(x), giv(grad_input);
+          const kernels::Status s = activation::backward_cpu(a, gv, xv, giv);
+          EXPECT_TRUE(s.ok()) << s.message;
+          return grad_input;
+        };
+        const at::Tensor lined_up = run(0);
+        for (int64_t shift : kShifts) {
+          SCOPED_TRACE(std::string(activation::backward_op_name(a)) + " " +
                        c10::str(at::IntArrayRef(shape)) + ", " + shift_label(dtype, shift));
           EXPECT_TRUE(at::equal(run(shift), lined_up));
         }

@@ -8,6 +8,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // foreach_target.h first: it re-includes this file once per target.
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -25,7 +26,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 using kernels::DType;
 using kernels::HWY_NAMESPACE::DF;
 using kernels::HWY_NAMESPACE::LoadF;
+using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
+using kernels::HWY_NAMESPACE::StorePairF;
+using kernels::HWY_NAMESPACE::StreamStart;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
 
@@ -49,10 +53,14 @@ HWY_INLINE void StorePart(DF d, VF v, void* row, int64_t at, int64_t n) {
 }
 
 // One row: grad_input = r (g w - x c) (+ grad_residual), c = r^2 sum(g w x) / hidden; adds g x r
-// into dw.
+// into dw. With `stream`, grad_input is streamed from its first lane that lines up for it
+// (StreamStart), two vectors at a time (a 16-bit pair is one whole register), the lanes before
+// and the last few stored plainly, while the next row's g and x (next_g and next_x, or none) are
+// prefetched into L2 for this function's first pass over them.
 template <DType T>
 HWY_INLINE void BackwardRow(const BackwardProblem& p, const void* g, const void* x,
-                            const void* gres, void* gi, float* dw) {
+                            const void* gres, void* gi, float* dw, bool stream, const char* next_g,
+                            const char* next_x) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d)), h = p.hidden;
   VF ss0 = hn::Zero(d), ss1 = hn::Zero(d), dot0 = hn::Zero(d), dot1 = hn::Zero(d);
@@ -76,15 +84,38 @@ HWY_INLINE void BackwardRow(const BackwardProblem& p, const void* g, const void*
   const float c =
       r * r * hn::GetLane(hn::SumOfLanes(d, hn::Add(dot0, dot1))) / static_cast<float>(h);
   const VF rv = hn::Set(d, r), cv = hn::Set(d, c);
-  for (i = 0; i < h; i += N) {
-    const int64_t n = std::min(N, h - i);
-    const VF gv = LoadPart<T>(d, g, i, n), xv = LoadPart<T>(d, x, i, n);
-    VF out = hn::Mul(rv, hn::NegMulAdd(xv, cv, hn::Mul(gv, LoadPart<T>(d, p.weight, i, n))));
-    if (gres) out = hn::Add(out, LoadPart<T>(d, gres, i, n));
-    StorePart<T>(d, out, gi, i, n);
-    StorePart<DType::kF32>(d, hn::MulAdd(hn::Mul(gv, xv), rv, LoadPart<DType::kF32>(d, dw, i, n)),
-                           dw, i, n);
+  // grad_input's lanes [at, at + n); adds their g x r into dw.
+  auto input_grad = [&](int64_t at, int64_t n) {
+    const VF gv = LoadPart<T>(d, g, at, n), xv = LoadPart<T>(d, x, at, n);
+    VF out = hn::Mul(rv, hn::NegMulAdd(xv, cv, hn::Mul(gv, LoadPart<T>(d, p.weight, at, n))));
+    if (gres) out = hn::Add(out, LoadPart<T>(d, gres, at, n));
+    StorePart<DType::kF32>(d, hn::MulAdd(hn::Mul(gv, xv), rv, LoadPart<DType::kF32>(d, dw, at, n)),
+                           dw, at, n);
+    return out;
+  };
+  auto plain = [&](int64_t from, int64_t to) {
+    for (int64_t at = from; at < to; at += N) {
+      const int64_t n = std::min(N, to - at);
+      StorePart<T>(d, input_grad(at, n), gi, at, n);
+    }
+  };
+  i = 0;
+  const int64_t streamed = stream ? StreamStart<T>(d, gi, 0) : -1;
+  if (streamed >= 0 && streamed + 2 * N <= h) {
+    plain(0, streamed);
+    const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+    for (i = streamed; i + 2 * N <= h; i += 2 * N) {
+      if (next_g) {
+        for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
+          PrefetchToL2(next_g + b);
+          PrefetchToL2(next_x + b);
+        }
+      }
+      const VF out0 = input_grad(i, N);
+      StorePairF<T, true>(d, out0, input_grad(i + N, N), gi, i);
+    }
   }
+  plain(i, h);
 }
 
 template <DType T>
@@ -96,18 +127,22 @@ void RunTyped(const BackwardProblem& p) {
       hwy::AllocateAligned<float>(static_cast<size_t>(std::max<int64_t>(1, chunks * h)));
   if (!partials) throw std::bad_alloc();
   const bool gres = p.grad_residual.data != nullptr;
+  const bool stream = p.rows * h * es >= kernels::HWY_NAMESPACE::kStreamBytes;
+  auto at_row = [&](const kernels::Rows& t, int64_t row) { return t.data + t.offset(row) * es; };
   kernels::parallel_ranges(chunks, kChunkRows * h * es * 4, [&](int64_t begin, int64_t end) {
     for (int64_t chunk = begin; chunk < end; ++chunk) {
       float* dw = partials.get() + chunk * h;
       std::fill(dw, dw + h, 0.0f);
       const int64_t last = std::min(p.rows, (chunk + 1) * kChunkRows);
       for (int64_t row = chunk * kChunkRows; row < last; ++row) {
-        BackwardRow<T>(p, p.grad_output.data + p.grad_output.offset(row) * es,
-                       p.input.data + p.input.offset(row) * es,
-                       gres ? p.grad_residual.data + p.grad_residual.offset(row) * es : nullptr,
-                       p.grad_input.data + p.grad_input.offset(row) * es, dw);
+        const bool next = row + 1 < last;  // within the chunk
+        BackwardRow<T>(p, at_row(p.grad_output, row), at_row(p.input, row),
+                       gres ? at_row(p.grad_residual, row) : nullptr, at_row(p.grad_input, row), dw,
+                       stream, next ? at_row(p.grad_output, row + 1) : nullptr,
+                       next ? at_row(p.input, row + 1) : nullptr);
       }
     }
+    if (stream) hwy::FlushStream();
   });
   // grad_weight = the partial rows in chunk order, columns split over the pool.
   const DF d;
