@@ -41,9 +41,22 @@ at::Tensor shifted_empty(int64_t rows, int64_t cols, at::ScalarType dtype, int64
   return block.narrow(0, to_line + shift, rows * cols).view({rows, cols});
 }
 
-std::string shift_label(at::ScalarType dtype, int64_t shift) {
-  return dtype_label(dtype) + ", written " + std::to_string(shift) + " elements past a line";
+// `run(shift)` writes a case into an output `shift` elements past a line and returns everything
+// it wrote, flattened into one tensor: each shift must give the bits of shift 0.
+template <class Run>
+void expect_the_same_bits_at_each_shift(const Run& run, at::ScalarType dtype,
+                                        const std::string& what) {
+  const at::Tensor lined_up = run(int64_t{0});
+  for (int64_t shift : kShifts) {
+    SCOPED_TRACE(what + ", " + dtype_label(dtype) + ", written " + std::to_string(shift) +
+                 " elements past a line");
+    EXPECT_TRUE(at::equal(run(shift), lined_up));
+  }
 }
+
+const activation::Activation kActivations[] = {activation::Activation::kSilu,
+                                               activation::Activation::kGelu,
+                                               activation::Activation::kGeluTanh};
 
 TEST_P(PerTarget, RmsNormOutputsAtAnyAlignmentGiveTheSameBits) {
   for (const std::vector<int64_t>& shape : kShapes) {
@@ -52,10 +65,10 @@ TEST_P(PerTarget, RmsNormOutputsAtAnyAlignmentGiveTheSameBits) {
         const at::Tensor x = at::randn(shape).to(dtype);
         const at::Tensor w = at::randn({shape[1]}).to(dtype);
         const at::Tensor res = at::randn(shape).to(dtype);
-        auto run = [&](int64_t shift, at::Tensor* res_after) {
+        auto run = [&](int64_t shift) {
           const at::Tensor out = shifted_empty(shape[0], shape[1], dtype, shift);
-          *res_after = res.clone();
-          const TorchView xv(x), wv(w), ov(out), rv(*res_after);
+          const at::Tensor res_after = res.clone();
+          const TorchView xv(x), wv(w), ov(out), rv(res_after);
           rmsnorm::Tensors t;
           t.input = xv;
           t.weight = wv;
@@ -63,19 +76,11 @@ TEST_P(PerTarget, RmsNormOutputsAtAnyAlignmentGiveTheSameBits) {
           if (residual) t.residual = rv;
           const kernels::Status s = rmsnorm::forward_cpu(t, 1e-6);
           EXPECT_TRUE(s.ok()) << s.message;
-          return out;
+          return at::cat({out.flatten(), res_after.flatten()});
         };
-        at::Tensor res_lined_up;
-        const at::Tensor lined_up = run(0, &res_lined_up);
-        for (int64_t shift : kShifts) {
-          SCOPED_TRACE("rms_norm " + c10::str(at::IntArrayRef(shape)) +
-                       (residual ? " +residual, " : ", ") + shift_label(dtype, shift));
-          at::Tensor res_shifted;
-          EXPECT_TRUE(at::equal(run(shift, &res_shifted), lined_up));
-          if (residual) {
-            EXPECT_TRUE(at::equal(res_shifted, res_lined_up));
-          }
-        }
+        expect_the_same_bits_at_each_shift(
+            run, dtype,
+            "rms_norm " + c10::str(at::IntArrayRef(shape)) + (residual ? " +residual" : ""));
       }
     }
   }
@@ -85,8 +90,7 @@ TEST_P(PerTarget, GatedActivationOutputsAtAnyAlignmentGiveTheSameBits) {
   for (const std::vector<int64_t>& shape : kShapes) {
     for (at::ScalarType dtype : kDTypes) {
       const at::Tensor x = (at::randn({shape[0], 2 * shape[1]}) * 4).to(dtype);
-      for (activation::Activation a : {activation::Activation::kSilu, activation::Activation::kGelu,
-                                       activation::Activation::kGeluTanh}) {
+      for (activation::Activation a : kActivations) {
         auto run = [&](int64_t shift) {
           const at::Tensor out = shifted_empty(shape[0], shape[1], dtype, shift);
           const TorchView xv(x), ov(out);
@@ -94,12 +98,9 @@ TEST_P(PerTarget, GatedActivationOutputsAtAnyAlignmentGiveTheSameBits) {
           EXPECT_TRUE(s.ok()) << s.message;
           return out;
         };
-        const at::Tensor lined_up = run(0);
-        for (int64_t shift : kShifts) {
-          SCOPED_TRACE(std::string(activation::op_name(a)) + " " +
-                       c10::str(at::IntArrayRef(shape)) + ", " + shift_label(dtype, shift));
-          EXPECT_TRUE(at::equal(run(shift), lined_up));
-        }
+        expect_the_same_bits_at_each_shift(
+            run, dtype,
+            std::string(activation::op_name(a)) + " " + c10::str(at::IntArrayRef(shape)));
       }
     }
   }
@@ -110,9 +111,9 @@ TEST_P(PerTarget, RmsNormInputGradientsAtAnyAlignmentGiveTheSameBits) {
     for (at::ScalarType dtype : kDTypes) {
       const at::Tensor x = at::randn(shape).to(dtype), grad = at::randn(shape).to(dtype);
       const at::Tensor w = (at::rand({shape[1]}) + 0.5).to(dtype);
-      const at::Tensor grad_weight = at::empty({shape[1]}, x.options());
       auto run = [&](int64_t shift) {
         const at::Tensor grad_input = shifted_empty(shape[0], shape[1], dtype, shift);
+        const at::Tensor grad_weight = at::empty({shape[1]}, x.options());
         const TorchView gv(grad), xv(x), wv(w), giv(grad_input), gwv(grad_weight);
         rmsnorm::BackwardTensors t;
         t.grad_output = gv;
@@ -122,16 +123,10 @@ TEST_P(PerTarget, RmsNormInputGradientsAtAnyAlignmentGiveTheSameBits) {
         t.grad_weight = gwv;
         const kernels::Status s = rmsnorm::backward_cpu(t, 1e-6);
         EXPECT_TRUE(s.ok()) << s.message;
-        return grad_input;
+        return at::cat({grad_input.flatten(), grad_weight});
       };
-      const at::Tensor lined_up = run(0);
-      const at::Tensor weight_lined_up = grad_weight.clone();
-      for (int64_t shift : kShifts) {
-        SCOPED_TRACE("rms_norm_backward " + c10::str(at::IntArrayRef(shape)) + ", " +
-                     shift_label(dtype, shift));
-        EXPECT_TRUE(at::equal(run(shift), lined_up));
-        EXPECT_TRUE(at::equal(grad_weight, weight_lined_up));
-      }
+      expect_the_same_bits_at_each_shift(run, dtype,
+                                         "rms_norm_backward " + c10::str(at::IntArrayRef(shape)));
     }
   }
 }
@@ -141,8 +136,7 @@ TEST_P(PerTarget, GatedActivationInputGradientsAtAnyAlignmentGiveTheSameBits) {
     for (at::ScalarType dtype : kDTypes) {
       const at::Tensor x = (at::randn({shape[0], 2 * shape[1]}) * 4).to(dtype);
       const at::Tensor grad = at::randn(shape).to(dtype);
-      for (activation::Activation a : {activation::Activation::kSilu, activation::Activation::kGelu,
-                                       activation::Activation::kGeluTanh}) {
+      for (activation::Activation a : kActivations) {
         auto run = [&](int64_t shift) {
           const at::Tensor grad_input = shifted_empty(shape[0], 2 * shape[1], dtype, shift);
           const TorchView gv(grad), xv(x), giv(grad_input);
@@ -150,12 +144,9 @@ TEST_P(PerTarget, GatedActivationInputGradientsAtAnyAlignmentGiveTheSameBits) {
           EXPECT_TRUE(s.ok()) << s.message;
           return grad_input;
         };
-        const at::Tensor lined_up = run(0);
-        for (int64_t shift : kShifts) {
-          SCOPED_TRACE(std::string(activation::backward_op_name(a)) + " " +
-                       c10::str(at::IntArrayRef(shape)) + ", " + shift_label(dtype, shift));
-          EXPECT_TRUE(at::equal(run(shift), lined_up));
-        }
+        expect_the_same_bits_at_each_shift(
+            run, dtype,
+            std::string(activation::backward_op_name(a)) + " " + c10::str(at::IntArrayRef(shape)));
       }
     }
   }
