@@ -240,6 +240,21 @@ HWY_INLINE int64_t StreamStart(DF d, const void* row, int64_t from) {
   return from + static_cast<int64_t>((bytes - at % bytes) % bytes / es);
 }
 
+// Lanes [from, to) of a row whose output streams from lane `streamed` (StreamStart, or -1: not
+// at all): plain(from, streamed) stores the lanes before it, streamed_pair(i) each whole 2N
+// lanes from there, and plain(i, to) what is left.
+template <class Plain, class StreamedPair>
+HWY_INLINE void StreamFromStart(DF d, int64_t from, int64_t to, int64_t streamed,
+                                const Plain& plain, const StreamedPair& streamed_pair) {
+  const int64_t two_n = 2 * static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = from;
+  if (streamed >= 0 && streamed + two_n <= to) {
+    plain(from, streamed);
+    for (i = streamed; i + two_n <= to; i += two_n) streamed_pair(i);
+  }
+  plain(i, to);
+}
+
 // Elementwise kernels read and write rows two vectors at a time: lanes [i, i + 2N) as v0 and v1.
 // For bfloat16 these are the even and the odd elements, not the first and the second half: a
 // bfloat16 is the upper half of its float32, so each costs one bitwise op, where a half costs a

@@ -32,6 +32,7 @@ using kernels::HWY_NAMESPACE::NaNs;
 using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
+using kernels::HWY_NAMESPACE::StreamFromStart;
 using kernels::HWY_NAMESPACE::StreamStart;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::Ties;
@@ -77,23 +78,18 @@ HWY_INLINE void Columns(const void* gate, const void* up, void* out, int64_t c0,
       }
     }
   };
-  int64_t i = c0;
-  const int64_t streamed = stream ? StreamStart<T>(d, out, c0) : -1;
-  if (streamed >= 0 && streamed + 2 * N <= c1) {
-    plain(c0, streamed);
-    const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
-    const char* gate_ahead = static_cast<const char*>(gate) + kL2PrefetchBytes;
-    const char* up_ahead = static_cast<const char*>(up) + kL2PrefetchBytes;
-    for (i = streamed; i + 2 * N <= c1; i += 2 * N) {
-      // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
-      for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
-        PrefetchToL2(gate_ahead + b);
-        PrefetchToL2(up_ahead + b);
-      }
-      y_two(i, std::true_type{});
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  const char* gate_ahead = static_cast<const char*>(gate) + kL2PrefetchBytes;
+  const char* up_ahead = static_cast<const char*>(up) + kL2PrefetchBytes;
+  auto streamed_pair = [&](int64_t at) {
+    // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
+    for (int64_t b = at * es; b < (at + 2 * N) * es; b += 64) {
+      PrefetchToL2(gate_ahead + b);
+      PrefetchToL2(up_ahead + b);
     }
-  }
-  plain(i, c1);
+    y_two(at, std::true_type{});
+  };
+  StreamFromStart(d, c0, c1, stream ? StreamStart<T>(d, out, c0) : -1, plain, streamed_pair);
 }
 
 template <Activation A, DType T>

@@ -31,6 +31,7 @@ using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::RecipF;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StoreTwoF;
+using kernels::HWY_NAMESPACE::StreamFromStart;
 using kernels::HWY_NAMESPACE::StreamStart;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
@@ -128,8 +129,16 @@ HWY_INLINE void Columns(const void* grad, const void* gate, const void* up, void
       dut.store(d_up, i, n);
     }
   };
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  const char* ahead[] = {static_cast<const char*>(grad) + kL2PrefetchBytes,
+                         static_cast<const char*>(gate) + kL2PrefetchBytes,
+                         static_cast<const char*>(up) + kL2PrefetchBytes};
   // Lanes [at, at + 2N), in LoadTwoF's order, streamed.
-  auto two_streamed = [&](int64_t at) {
+  auto streamed_pair = [&](int64_t at) {
+    // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
+    for (int64_t b = at * es; b < (at + 2 * N) * es; b += 64) {
+      for (const char* stream_ahead : ahead) PrefetchToL2(stream_ahead + b);
+    }
     VF g0, g1, x0, x1, u0, u1;
     LoadTwoF<T>(d, grad, at, g0, g1);
     LoadTwoF<T>(d, gate, at, x0, x1);
@@ -139,23 +148,9 @@ HWY_INLINE void Columns(const void* grad, const void* gate, const void* up, void
                        d_gate, at);
     StoreTwoF<T, true>(d, hn::Mul(g0, a0.act), hn::Mul(g1, a1.act), d_up, at);
   };
-  int64_t i = c0;
   const int64_t streamed = stream ? StreamStart<T>(d, d_gate, c0) : -1;
-  if (streamed >= 0 && streamed == StreamStart<T>(d, d_up, c0) && streamed + 2 * N <= c1) {
-    plain(c0, streamed);
-    const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
-    const char* ahead[] = {static_cast<const char*>(grad) + kL2PrefetchBytes,
-                           static_cast<const char*>(gate) + kL2PrefetchBytes,
-                           static_cast<const char*>(up) + kL2PrefetchBytes};
-    for (i = streamed; i + 2 * N <= c1; i += 2 * N) {
-      // Past the row's end these reach the next rows' (or no) memory: a prefetch never faults.
-      for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
-        for (const char* stream_ahead : ahead) PrefetchToL2(stream_ahead + b);
-      }
-      two_streamed(i);
-    }
-  }
-  plain(i, c1);
+  StreamFromStart(d, c0, c1, streamed == StreamStart<T>(d, d_up, c0) ? streamed : -1, plain,
+                  streamed_pair);
 }
 
 template <Activation A, DType T>

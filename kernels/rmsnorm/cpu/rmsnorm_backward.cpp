@@ -29,6 +29,7 @@ using kernels::HWY_NAMESPACE::LoadF;
 using kernels::HWY_NAMESPACE::PrefetchToL2;
 using kernels::HWY_NAMESPACE::StoreF;
 using kernels::HWY_NAMESPACE::StorePairF;
+using kernels::HWY_NAMESPACE::StreamFromStart;
 using kernels::HWY_NAMESPACE::StreamStart;
 using kernels::HWY_NAMESPACE::Tail;
 using kernels::HWY_NAMESPACE::VF;
@@ -99,23 +100,18 @@ HWY_INLINE void BackwardRow(const BackwardProblem& p, const void* g, const void*
       StorePart<T>(d, input_grad(at, n), gi, at, n);
     }
   };
-  i = 0;
-  const int64_t streamed = stream ? StreamStart<T>(d, gi, 0) : -1;
-  if (streamed >= 0 && streamed + 2 * N <= h) {
-    plain(0, streamed);
-    const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
-    for (i = streamed; i + 2 * N <= h; i += 2 * N) {
-      if (next_g) {
-        for (int64_t b = i * es; b < (i + 2 * N) * es; b += 64) {
-          PrefetchToL2(next_g + b);
-          PrefetchToL2(next_x + b);
-        }
+  const int64_t es = static_cast<int64_t>(kernels::dtype_size(T));
+  auto streamed_pair = [&](int64_t at) {
+    if (next_g) {
+      for (int64_t b = at * es; b < (at + 2 * N) * es; b += 64) {
+        PrefetchToL2(next_g + b);
+        PrefetchToL2(next_x + b);
       }
-      const VF out0 = input_grad(i, N);
-      StorePairF<T, true>(d, out0, input_grad(i + N, N), gi, i);
     }
-  }
-  plain(i, h);
+    const VF out0 = input_grad(at, N);
+    StorePairF<T, true>(d, out0, input_grad(at + N, N), gi, at);
+  };
+  StreamFromStart(d, 0, h, stream ? StreamStart<T>(d, gi, 0) : -1, plain, streamed_pair);
 }
 
 template <DType T>
